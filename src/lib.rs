@@ -1,4 +1,14 @@
 //! ci-creds: a credential lifecycle broker for CI.
 #![forbid(unsafe_code)]
 
+pub mod api;
+pub mod backends;
+pub mod config;
+pub mod dev;
+pub mod identity;
 pub mod job;
+pub mod lifecycle;
+pub mod net;
+pub mod policy;
+pub mod server;
+pub mod store;

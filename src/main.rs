@@ -1,1 +1,147 @@
-fn main(){}
+//! The `ci-creds` command line.
+#![forbid(unsafe_code)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use ci_creds::config::Config;
+use ci_creds::dev::{DevIssuer, SigningKey, live_claims};
+use clap::{Parser, Subcommand};
+use serde_json::Value;
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(
+    name = "ci-creds",
+    version,
+    about = "Credential lifecycle broker for CI: job OIDC tokens in, short-lived job-bound credentials out"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the broker.
+    Serve {
+        #[arg(long, value_name = "PATH")]
+        config: PathBuf,
+    },
+    /// Local development helpers (loopback only; never part of a production deployment).
+    #[command(subcommand)]
+    Dev(DevCommand),
+}
+
+#[derive(Subcommand)]
+enum DevCommand {
+    /// Serve a local OIDC issuer (discovery + JWKS) whose key is kept in DIR.
+    Issuer {
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+    },
+    /// Print a token from the local issuer in DIR, with the claims of a CI fixture made live.
+    Token {
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+        /// A JSON file of claims, e.g. a CI system's documented token (shared/fixtures).
+        #[arg(long, value_name = "FILE")]
+        claims: PathBuf,
+        #[arg(long)]
+        audience: String,
+        /// Override a claim: NAME=VALUE (VALUE as JSON if it parses, else a string).
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        overrides: Vec<String>,
+        #[arg(long, default_value_t = 300)]
+        lifetime_seconds: i64,
+    },
+}
+
+const KEY_FILE: &str = "signing-key.pem";
+const URL_FILE: &str = "issuer-url";
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Serve { config } => {
+            let config = Config::load(&config)?;
+            ci_creds::server::serve(config).await?;
+        }
+        Command::Dev(DevCommand::Issuer { dir, listen }) => run_dev_issuer(&dir, listen).await?,
+        Command::Dev(DevCommand::Token {
+            dir,
+            claims,
+            audience,
+            overrides,
+            lifetime_seconds,
+        }) => {
+            println!(
+                "{}",
+                dev_token(&dir, &claims, &audience, &overrides, lifetime_seconds)?
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn run_dev_issuer(dir: &Path, listen: SocketAddr) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let key_path = dir.join(KEY_FILE);
+    let key = match std::fs::read_to_string(&key_path) {
+        Ok(pem) => SigningKey::from_rsa_pkcs8_pem(&pem)?,
+        Err(_) => {
+            let key = SigningKey::generate_rs256()?;
+            write_private(&key_path, key.pkcs8_pem())?;
+            key
+        }
+    };
+    let issuer = DevIssuer::start(listen, key).await?;
+    std::fs::write(dir.join(URL_FILE), issuer.url())?;
+    println!("{}", issuer.url());
+    tracing::info!(issuer = issuer.url(), "development issuer serving");
+    tokio::signal::ctrl_c().await?;
+    Ok(())
+}
+
+fn dev_token(
+    dir: &Path,
+    claims: &Path,
+    audience: &str,
+    overrides: &[String],
+    lifetime: i64,
+) -> Result<String> {
+    let pem = std::fs::read_to_string(dir.join(KEY_FILE))
+        .context("no development issuer key; run `ci-creds dev issuer` first")?;
+    let key = SigningKey::from_rsa_pkcs8_pem(&pem)?;
+    let url = std::fs::read_to_string(dir.join(URL_FILE)).context("no development issuer URL")?;
+    let fixture: Value = serde_json::from_str(&std::fs::read_to_string(claims)?)
+        .with_context(|| format!("{} is not JSON", claims.display()))?;
+    let mut claims = live_claims(&fixture, url.trim(), audience, lifetime);
+    for assignment in overrides {
+        let Some((name, value)) = assignment.split_once('=') else {
+            bail!("--set takes NAME=VALUE, got `{assignment}`")
+        };
+        let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()));
+        claims[name] = value;
+    }
+    Ok(key.sign(&claims)?)
+}
+
+fn write_private(path: &Path, contents: &str) -> Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(contents.as_bytes())?;
+    Ok(())
+}

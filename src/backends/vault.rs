@@ -1,0 +1,157 @@
+//! Vault/OpenBao: a token per job with exactly the role's policies, its TTL and metadata naming
+//! the job; revoked by accessor.
+
+use std::collections::HashMap;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use vaultrs::api::token::requests::CreateTokenRequestBuilder;
+use vaultrs::client::{VaultClient, VaultClientSettingsBuilder};
+use vaultrs::error::ClientError;
+
+use super::{Backend, Credential, Error, MintRequest, Minted, RevokeHandle};
+use crate::net::HttpClient;
+use crate::policy::VaultScope;
+
+const NAME: &str = "vault";
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VaultConfig {
+    pub address: String,
+    /// The env var holding the broker's own Vault token.
+    #[serde(default = "default_token_env")]
+    pub token_env: String,
+}
+
+fn default_token_env() -> String {
+    "VAULT_TOKEN".into()
+}
+
+impl VaultConfig {
+    pub fn token(&self) -> Result<SecretString, String> {
+        match std::env::var(&self.token_env) {
+            Ok(token) if !token.is_empty() => Ok(SecretString::from(token)),
+            _ => Err(format!(
+                "the environment variable {} is not set",
+                self.token_env
+            )),
+        }
+    }
+}
+
+pub struct VaultBackend {
+    address: String,
+    client: VaultClient,
+    http: HttpClient,
+}
+
+impl VaultBackend {
+    pub fn new(config: &VaultConfig, http: HttpClient) -> Result<Self, Error> {
+        let token = config.token().map_err(|reason| Error::Refused {
+            backend: NAME,
+            reason,
+        })?;
+        let settings = VaultClientSettingsBuilder::default()
+            .address(&config.address)
+            .token(token.expose_secret())
+            .timeout(Some(std::time::Duration::from_secs(10)))
+            .build()
+            .map_err(|e| Error::Refused {
+                backend: NAME,
+                reason: e.to_string(),
+            })?;
+        let client = VaultClient::new(settings).map_err(classify)?;
+        Ok(Self {
+            address: config.address.trim_end_matches('/').to_owned(),
+            client,
+            http,
+        })
+    }
+}
+
+impl Backend for VaultBackend {
+    type Scope = VaultScope;
+
+    async fn mint(&self, request: MintRequest<'_, VaultScope>) -> Result<Minted, Error> {
+        let job = request.job;
+        let mut meta = HashMap::from([
+            ("issuer".to_owned(), job.issuer.clone()),
+            ("job_id".to_owned(), job.job_id.clone()),
+            ("repository".to_owned(), job.repository.clone()),
+            ("role".to_owned(), request.role.to_owned()),
+        ]);
+        if let Some(git_ref) = &job.git_ref {
+            meta.insert("ref".to_owned(), git_ref.clone());
+        }
+        let ttl = format!("{}s", request.ttl.as_secs());
+        let mut options = CreateTokenRequestBuilder::default();
+        options
+            .policies(request.scope.policies.clone())
+            .no_default_policy(true)
+            .ttl(ttl.clone())
+            .explicit_max_ttl(ttl)
+            .renewable(false)
+            .display_name(format!("ci-creds-{}", request.role))
+            .meta(meta);
+        let auth = vaultrs::token::new(&self.client, Some(&mut options))
+            .await
+            .map_err(classify)?;
+        Ok(Minted {
+            credential: Credential::Vault {
+                address: self.address.clone(),
+                token: SecretString::from(auth.client_token),
+                accessor: auth.accessor.clone(),
+            },
+            handle: RevokeHandle::Vault {
+                accessor: auth.accessor,
+            },
+        })
+    }
+
+    async fn revoke(&self, handle: &RevokeHandle) -> Result<(), Error> {
+        let RevokeHandle::Vault { accessor } = handle;
+        match vaultrs::token::revoke_accessor(&self.client, accessor).await {
+            Ok(()) => Ok(()),
+            // Vault answers 400 for an accessor it no longer knows: the token is already gone.
+            Err(ClientError::APIError { code: 400, .. }) => Ok(()),
+            Err(e) => Err(classify(e)),
+        }
+    }
+
+    async fn check(&self) -> Result<(), Error> {
+        // Read directly: vaultrs's health type requires fields OpenBao does not send. A sealed or
+        // standby server answers non-2xx here.
+        let url = format!("{}/v1/sys/health", self.address);
+        self.http
+            .get_ok(&url)
+            .await
+            .map_err(|reason| Error::Unavailable {
+                backend: NAME,
+                reason,
+            })
+    }
+}
+
+/// Vault's own refusals (4xx) are misconfiguration; everything else means it is unavailable.
+/// Only status codes and Vault's error strings are kept: they carry no token.
+fn classify(error: ClientError) -> Error {
+    match error {
+        ClientError::APIError { code, errors } if (400..500).contains(&code) => Error::Refused {
+            backend: NAME,
+            reason: format!("HTTP {code}: {}", errors.join("; ")),
+        },
+        ClientError::APIError { code, errors } => Error::Unavailable {
+            backend: NAME,
+            reason: format!("HTTP {code}: {}", errors.join("; ")),
+        },
+        ClientError::RestClientError { .. } => Error::Unavailable {
+            backend: NAME,
+            reason: "cannot reach Vault".into(),
+        },
+        other => Error::Unavailable {
+            backend: NAME,
+            reason: other.to_string(),
+        },
+    }
+}

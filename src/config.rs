@@ -1,0 +1,188 @@
+//! The broker's configuration: TOML, unknown keys refused, validated at start with errors that
+//! name the offending key. Secrets are never in the file, only the names of the env vars
+//! holding them.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::backends::vault::VaultConfig;
+use crate::identity::{ASYMMETRIC_ALGORITHMS, IssuerConfig};
+use crate::net::check_url_scheme;
+use crate::policy::{self, PolicyFile, PolicySet};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub listen: SocketAddr,
+    /// Every token's `aud` must contain exactly this.
+    pub audience: String,
+    /// Relative paths are taken from the config file's folder.
+    pub policy_dir: PathBuf,
+    pub store: StoreConfig,
+    pub issuers: Vec<IssuerConfig>,
+    #[serde(default)]
+    pub vault: Option<VaultConfig>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `sqlite://PATH`; a relative PATH is taken from the config file's folder.
+    pub url: String,
+}
+
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("config {path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("policy: {0}")]
+    Policy(#[from] policy::Error),
+    #[error("config key `{key}`: {message}")]
+    Invalid { key: String, message: String },
+}
+
+fn invalid(key: impl Into<String>, message: impl Into<String>) -> Error {
+    Error::Invalid {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+impl Config {
+    /// Reads, parses and validates `path`; relative paths inside are resolved against its folder.
+    pub fn load(path: &Path) -> Result<Self, Error> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let mut config: Config = toml::from_str(&text).map_err(|e| Error::Parse {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        config.policy_dir = base.join(&config.policy_dir);
+        config.store.url = resolve_sqlite_url(&config.store.url, base)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        if self.audience.trim().is_empty() {
+            return Err(invalid("audience", "must not be empty"));
+        }
+        if self.issuers.is_empty() {
+            return Err(invalid(
+                "issuers",
+                "at least one [[issuers]] entry is required",
+            ));
+        }
+        let mut names = HashSet::new();
+        let mut urls = HashSet::new();
+        for (i, issuer) in self.issuers.iter().enumerate() {
+            let key = |field: &str| format!("issuers[{i}].{field}");
+            if issuer.name.is_empty() {
+                return Err(invalid(key("name"), "must not be empty"));
+            }
+            if !names.insert(issuer.name.as_str()) {
+                return Err(invalid(
+                    key("name"),
+                    format!("`{}` is used by another issuer", issuer.name),
+                ));
+            }
+            if !urls.insert(issuer.issuer.as_str()) {
+                return Err(invalid(key("issuer"), "is configured twice"));
+            }
+            check_url_scheme(&issuer.issuer).map_err(|e| invalid(key("issuer"), e))?;
+            if let Some(jwks_url) = &issuer.jwks_url {
+                check_url_scheme(jwks_url).map_err(|e| invalid(key("jwks_url"), e))?;
+            }
+            if issuer.algorithms.is_empty() {
+                return Err(invalid(
+                    key("algorithms"),
+                    "must list at least one algorithm",
+                ));
+            }
+            if let Some(alg) = issuer
+                .algorithms
+                .iter()
+                .find(|alg| !ASYMMETRIC_ALGORITHMS.contains(alg))
+            {
+                return Err(invalid(
+                    key("algorithms"),
+                    format!("{alg:?} is not an asymmetric algorithm"),
+                ));
+            }
+        }
+        if let Some(vault) = &self.vault {
+            check_url_scheme(&vault.address).map_err(|e| invalid("vault.address", e))?;
+            vault.token().map_err(|e| invalid("vault.token_env", e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Makes a relative SQLite path relative to the config file rather than the working directory.
+fn resolve_sqlite_url(url: &str, base: &Path) -> Result<String, Error> {
+    let Some(rest) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    else {
+        return Err(invalid("store.url", "must be sqlite://PATH"));
+    };
+    let (path, query) = rest
+        .split_once('?')
+        .map_or((rest, None), |(p, q)| (p, Some(q)));
+    if path.is_empty() {
+        return Err(invalid("store.url", "names no database file"));
+    }
+    let path = if path == ":memory:" {
+        PathBuf::from(path)
+    } else {
+        base.join(path)
+    };
+    Ok(match query {
+        Some(query) => format!("sqlite://{}?{query}", path.display()),
+        None => format!("sqlite://{}", path.display()),
+    })
+}
+
+/// Reads every `*.yaml` / `*.yml` in `dir`, in name order, and parses them as one policy set.
+pub fn load_policies(dir: &Path) -> Result<PolicySet, Error> {
+    let files = read_policy_files(dir).map_err(|source| Error::Read {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let sources: Vec<PolicyFile<'_>> = files
+        .iter()
+        .map(|(path, text)| PolicyFile {
+            path: path.as_str(),
+            text: text.as_str(),
+        })
+        .collect();
+    Ok(PolicySet::parse(&sources)?)
+}
+
+fn read_policy_files(dir: &Path) -> std::io::Result<Vec<(String, String)>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|ext| ext == "yaml" || ext == "yml")
+                && path.is_file()
+        })
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| Ok((path.display().to_string(), std::fs::read_to_string(&path)?)))
+        .collect()
+}

@@ -1,0 +1,51 @@
+//! CircleCI OIDC tokens: namespaced claims; the repository is the VCS origin
+//! (`github.com/org/repo`) and its stable id the CircleCI project id.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::Error;
+use super::claims::{decode, required};
+use crate::job::{CiKind, Job};
+
+#[derive(Deserialize)]
+struct Claims {
+    #[serde(rename = "oidc.circleci.com/job-id")]
+    job_id: Option<String>,
+    #[serde(rename = "oidc.circleci.com/project-id")]
+    project_id: Option<String>,
+    #[serde(rename = "oidc.circleci.com/org-id")]
+    org_id: Option<String>,
+    #[serde(rename = "oidc.circleci.com/vcs-origin")]
+    vcs_origin: Option<String>,
+    #[serde(rename = "oidc.circleci.com/vcs-ref")]
+    vcs_ref: Option<String>,
+    #[serde(rename = "oidc.circleci.com/pipeline-id")]
+    pipeline_id: Option<String>,
+}
+
+pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
+    let c: Claims = decode(claims)?;
+    let ref_type = c.vcs_ref.as_deref().and_then(|r| {
+        if r.starts_with("refs/heads/") {
+            Some("branch".to_owned())
+        } else if r.starts_with("refs/tags/") {
+            Some("tag".to_owned())
+        } else {
+            None
+        }
+    });
+    Ok(Job {
+        kind: Some(CiKind::Circleci),
+        run_id: c.pipeline_id,
+        repository_id: c.project_id,
+        owner_id: c.org_id,
+        git_ref: c.vcs_ref,
+        ref_type,
+        ..Job::new(
+            issuer,
+            required(c.job_id, "oidc.circleci.com/job-id")?,
+            required(c.vcs_origin, "oidc.circleci.com/vcs-origin")?,
+        )
+    })
+}

@@ -1,0 +1,66 @@
+//! GitLab CI `id_tokens`: strings, except `runner_id`; booleans as "true"/"false". The job runs
+//! in `job_project_*`; `project_*` is the pipeline's source, a fork for fork merge requests.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::Error;
+use super::claims::{decode, full_ref, required, string_bool};
+use crate::job::{CiKind, DangerousTrigger, Job};
+
+#[derive(Deserialize)]
+struct Claims {
+    job_id: Option<String>,
+    job_project_path: Option<String>,
+    job_project_id: Option<String>,
+    project_path: Option<String>,
+    namespace_path: Option<String>,
+    namespace_id: Option<String>,
+    #[serde(rename = "ref")]
+    git_ref: Option<String>,
+    ref_type: Option<String>,
+    ref_path: Option<String>,
+    ref_protected: Option<String>,
+    environment: Option<String>,
+    environment_protected: Option<String>,
+    pipeline_source: Option<String>,
+    pipeline_id: Option<String>,
+    ci_config_ref_uri: Option<String>,
+    runner_environment: Option<String>,
+    runner_id: Option<u64>,
+}
+
+pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
+    let c: Claims = decode(claims)?;
+    let repository = required(c.job_project_path, "job_project_path")?;
+    let dangerous_trigger = c
+        .project_path
+        .filter(|source| *source != repository)
+        .map(|project_path| DangerousTrigger::ForeignProject { project_path });
+    let git_ref = c.ref_path.or_else(|| {
+        c.git_ref
+            .as_deref()
+            .and_then(|name| full_ref(c.ref_type.as_deref(), name))
+    });
+    Ok(Job {
+        kind: Some(CiKind::Gitlab),
+        run_id: c.pipeline_id,
+        repository_id: c.job_project_id,
+        owner: c.namespace_path,
+        owner_id: c.namespace_id,
+        git_ref,
+        ref_type: c.ref_type,
+        ref_protected: string_bool(c.ref_protected.as_deref(), "ref_protected")?,
+        environment: c.environment,
+        environment_protected: string_bool(
+            c.environment_protected.as_deref(),
+            "environment_protected",
+        )?,
+        event: c.pipeline_source,
+        workflow_ref: c.ci_config_ref_uri,
+        runner_environment: c.runner_environment,
+        runner_id: c.runner_id.map(|id| id.to_string()),
+        dangerous_trigger,
+        ..Job::new(issuer, required(c.job_id, "job_id")?, repository)
+    })
+}

@@ -1,0 +1,223 @@
+//! Per-issuer signing keys: fetched from the issuer's JWKS, cached, refreshed when a token names
+//! a key id the cache does not hold, at most once per cooldown.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
+use jsonwebtoken::{Algorithm, DecodingKey};
+use moka::future::Cache;
+use serde::Deserialize;
+use tokio::sync::Mutex;
+
+use super::{Error, IssuerConfig};
+use crate::net::{self, HttpClient};
+
+/// A key id the cached set lacks triggers a refetch only if the last fetch is older than this.
+pub const REFRESH_COOLDOWN: Duration = Duration::from_secs(30);
+/// Keys are refetched after this long even when every `kid` is found, to follow revocations.
+const MAX_KEY_AGE: Duration = Duration::from_secs(3600);
+const MAX_DOCUMENT_BYTES: usize = 512 * 1024;
+
+/// A public key that may verify tokens, with the family its algorithm must belong to.
+pub struct VerifyingKey {
+    pub key: DecodingKey,
+    kty: KeyType,
+    /// The `alg` the JWK pins, if it pins one.
+    alg: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KeyType {
+    Rsa,
+    Ec(EcCurve),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EcCurve {
+    P256,
+    P384,
+}
+
+impl VerifyingKey {
+    /// Refuses an `alg` of another family than the key (an RSA key never verifies ES256, and so
+    /// on), or one the JWK itself rules out.
+    pub fn check_fits(&self, alg: Algorithm) -> Result<(), Error> {
+        let fits_family = matches!(
+            (self.kty, alg),
+            (
+                KeyType::Rsa,
+                Algorithm::RS256
+                    | Algorithm::RS384
+                    | Algorithm::RS512
+                    | Algorithm::PS256
+                    | Algorithm::PS384
+                    | Algorithm::PS512
+            ) | (KeyType::Ec(EcCurve::P256), Algorithm::ES256)
+                | (KeyType::Ec(EcCurve::P384), Algorithm::ES384)
+        );
+        let fits_pin = self
+            .alg
+            .as_deref()
+            .is_none_or(|pinned| pinned == format!("{alg:?}"));
+        if fits_family && fits_pin {
+            Ok(())
+        } else {
+            let kty = match self.kty {
+                KeyType::Rsa => "RSA",
+                KeyType::Ec(_) => "EC",
+            };
+            Err(Error::AlgorithmKeyMismatch {
+                alg: format!("{alg:?}"),
+                kty,
+            })
+        }
+    }
+}
+
+struct KeySet {
+    keys: HashMap<String, Arc<VerifyingKey>>,
+}
+
+/// Serialises refreshes of one issuer and remembers when the last one was attempted.
+struct RefreshGate {
+    last_attempt: Mutex<Option<Instant>>,
+}
+
+/// The keys of every pinned issuer, shared by all requests.
+pub struct KeyStore {
+    http: HttpClient,
+    cooldown: Duration,
+    cache: Cache<String, Arc<KeySet>>,
+    gates: HashMap<String, RefreshGate>,
+}
+
+#[derive(Deserialize)]
+struct Discovery {
+    issuer: String,
+    jwks_uri: String,
+}
+
+#[derive(Deserialize)]
+struct RawKeySet {
+    keys: Vec<serde_json::Value>,
+}
+
+impl KeyStore {
+    pub fn new(http: HttpClient, issuers: &[IssuerConfig]) -> Self {
+        let gates = issuers
+            .iter()
+            .map(|issuer| {
+                (
+                    issuer.issuer.clone(),
+                    RefreshGate {
+                        last_attempt: Mutex::new(None),
+                    },
+                )
+            })
+            .collect();
+        let cache = Cache::builder().time_to_live(MAX_KEY_AGE).build();
+        Self {
+            http,
+            cooldown: REFRESH_COOLDOWN,
+            cache,
+            gates,
+        }
+    }
+
+    /// Shortens the cooldown, so tests can watch a refresh without waiting 30 s.
+    pub fn set_refresh_cooldown(&mut self, cooldown: Duration) {
+        self.cooldown = cooldown;
+    }
+
+    /// The key `kid` of `issuer`, fetching the issuer's keys when they are not cached or lack it.
+    pub async fn key(&self, issuer: &IssuerConfig, kid: &str) -> Result<Arc<VerifyingKey>, Error> {
+        if let Some(key) = self.cached(&issuer.issuer, kid).await {
+            return Ok(key);
+        }
+        let gate = self.gates.get(&issuer.issuer).ok_or(Error::UnknownIssuer)?;
+        let mut last_attempt = gate.last_attempt.lock().await;
+        // Another request may have refreshed while this one waited for the gate.
+        if let Some(key) = self.cached(&issuer.issuer, kid).await {
+            return Ok(key);
+        }
+        let have_keys = self.cache.contains_key(&issuer.issuer);
+        if last_attempt.is_some_and(|at| at.elapsed() < self.cooldown) {
+            return Err(if have_keys {
+                Error::UnknownKey
+            } else {
+                Error::KeysUnavailable {
+                    issuer: issuer.name.clone(),
+                    reason: "the last fetch failed; retrying after a cooldown".into(),
+                }
+            });
+        }
+        *last_attempt = Some(Instant::now());
+        let keys = self.fetch(issuer).await.map_err(|reason| {
+            tracing::warn!(issuer = %issuer.name, %reason, "fetching issuer keys failed");
+            Error::KeysUnavailable {
+                issuer: issuer.name.clone(),
+                reason,
+            }
+        })?;
+        tracing::info!(issuer = %issuer.name, keys = keys.keys.len(), "fetched issuer keys");
+        let found = keys.keys.get(kid).cloned();
+        self.cache
+            .insert(issuer.issuer.clone(), Arc::new(keys))
+            .await;
+        found.ok_or(Error::UnknownKey)
+    }
+
+    async fn cached(&self, issuer: &str, kid: &str) -> Option<Arc<VerifyingKey>> {
+        self.cache
+            .get(issuer)
+            .await
+            .and_then(|set| set.keys.get(kid).cloned())
+    }
+
+    async fn fetch(&self, issuer: &IssuerConfig) -> Result<KeySet, String> {
+        let jwks_url = match &issuer.jwks_url {
+            Some(url) => url.clone(),
+            None => self.discover_jwks_url(issuer).await?,
+        };
+        let raw: RawKeySet = self.http.get_json(&jwks_url, MAX_DOCUMENT_BYTES).await?;
+        let keys = raw.keys.iter().filter_map(parse_key).collect();
+        Ok(KeySet { keys })
+    }
+
+    async fn discover_jwks_url(&self, issuer: &IssuerConfig) -> Result<String, String> {
+        let url = format!(
+            "{}/.well-known/openid-configuration",
+            issuer.issuer.trim_end_matches('/')
+        );
+        let discovery: Discovery = self.http.get_json(&url, MAX_DOCUMENT_BYTES).await?;
+        if discovery.issuer != issuer.issuer {
+            return Err("the discovery document names another issuer".into());
+        }
+        net::check_url_scheme(&discovery.jwks_uri).map_err(|e| format!("jwks_uri: {e}"))?;
+        Ok(discovery.jwks_uri)
+    }
+}
+
+/// A JWK usable for verification, keyed by its `kid`; keys without `kid`, symmetric (`oct`)
+/// keys, encryption keys and keys of unsupported types are skipped.
+fn parse_key(value: &serde_json::Value) -> Option<(String, Arc<VerifyingKey>)> {
+    let jwk: Jwk = serde_json::from_value(value.clone()).ok()?;
+    let kid = jwk.common.key_id.clone()?;
+    if matches!(jwk.common.public_key_use, Some(ref usage) if *usage != PublicKeyUse::Signature) {
+        return None;
+    }
+    let kty = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => KeyType::Rsa,
+        AlgorithmParameters::EllipticCurve(ec) => match ec.curve {
+            EllipticCurve::P256 => KeyType::Ec(EcCurve::P256),
+            EllipticCurve::P384 => KeyType::Ec(EcCurve::P384),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let key = DecodingKey::from_jwk(&jwk).ok()?;
+    let alg = jwk.common.key_algorithm.map(|alg| format!("{alg:?}"));
+    Some((kid, Arc::new(VerifyingKey { key, kty, alg })))
+}

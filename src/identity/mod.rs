@@ -1,0 +1,52 @@
+//! Who is asking: pinned issuers, their keys, token verification and per-CI claim mapping.
+
+mod buildkite;
+mod circleci;
+mod claims;
+mod error;
+mod github;
+mod gitlab;
+mod keys;
+mod verifier;
+
+pub use error::Error;
+pub use keys::{KeyStore, REFRESH_COOLDOWN};
+pub use verifier::{MAX_TOKEN_BYTES, Verifier, token_sha256};
+
+use jsonwebtoken::Algorithm;
+use serde::Deserialize;
+
+use crate::job::CiKind;
+
+/// One pinned issuer, as written in the broker's config.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IssuerConfig {
+    /// What policy rules call this issuer.
+    pub name: String,
+    pub kind: CiKind,
+    /// Compared to a token's `iss` exactly.
+    pub issuer: String,
+    /// Where the keys are; without it, discovery at `{issuer}/.well-known/openid-configuration`.
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// Signature algorithms this issuer may use; RS256 unless configured.
+    #[serde(default = "default_algorithms")]
+    pub algorithms: Vec<Algorithm>,
+}
+
+fn default_algorithms() -> Vec<Algorithm> {
+    vec![Algorithm::RS256]
+}
+
+/// The asymmetric algorithms an issuer may be configured with; HMAC and `none` never verify a CI token.
+pub const ASYMMETRIC_ALGORITHMS: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+];

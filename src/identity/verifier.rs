@@ -1,0 +1,147 @@
+//! Token in, `Job` out: issuer pinning before any network call, algorithm and key checks,
+//! signature and time validation, then the issuer kind's claim mapping.
+
+use std::collections::HashMap;
+
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, Validation};
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::claims::{self, Registered};
+use super::{Error, IssuerConfig, KeyStore, buildkite, circleci, github, gitlab};
+use crate::job::{CiKind, Job};
+use crate::net::HttpClient;
+
+/// Larger than any CI's token; anything bigger is refused before it is parsed.
+pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// Clock skew tolerated on `exp`, `nbf` and `iat`.
+const LEEWAY_SECONDS: u64 = 60;
+
+pub struct Verifier {
+    audience: String,
+    issuers: HashMap<String, IssuerConfig>,
+    keys: KeyStore,
+}
+
+#[derive(Deserialize)]
+struct UnverifiedIssuer {
+    iss: String,
+}
+
+impl Verifier {
+    pub fn new(audience: String, issuers: Vec<IssuerConfig>, http: HttpClient) -> Self {
+        let keys = KeyStore::new(http, &issuers);
+        let issuers = issuers
+            .into_iter()
+            .map(|issuer| (issuer.issuer.clone(), issuer))
+            .collect();
+        Self {
+            audience,
+            issuers,
+            keys,
+        }
+    }
+
+    /// See [`KeyStore::set_refresh_cooldown`].
+    pub fn with_refresh_cooldown(mut self, cooldown: std::time::Duration) -> Self {
+        self.keys.set_refresh_cooldown(cooldown);
+        self
+    }
+
+    pub async fn verify(&self, token: &str) -> Result<Job, Error> {
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(Error::Malformed(format!(
+                "longer than {MAX_TOKEN_BYTES} bytes"
+            )));
+        }
+        let header =
+            jsonwebtoken::decode_header(token).map_err(|e| Error::Malformed(e.to_string()))?;
+        // Only the issuer is read before verification, to pick the pinned issuer's keys; an
+        // unknown issuer is refused here, before any network call.
+        let unverified: UnverifiedIssuer =
+            jsonwebtoken::dangerous::insecure_decode_claims(token)
+                .map_err(|_| Error::Malformed("the claims do not name an issuer".into()))?;
+        let issuer = self
+            .issuers
+            .get(&unverified.iss)
+            .ok_or(Error::UnknownIssuer)?;
+        if !issuer.algorithms.contains(&header.alg) {
+            return Err(Error::AlgorithmNotAllowed(format!("{:?}", header.alg)));
+        }
+        let kid = header
+            .kid
+            .as_deref()
+            .ok_or_else(|| Error::Malformed("the header has no kid".into()))?;
+        let key = self.keys.key(issuer, kid).await?;
+        key.check_fits(header.alg)?;
+        let verified =
+            jsonwebtoken::decode::<Value>(token, &key.key, &self.validation(issuer, header.alg))
+                .map_err(invalid)?;
+        let claims = verified.claims;
+        let registered: Registered = claims::decode(&claims)?;
+        check_issued_at(registered.iat)?;
+        let mut job = match issuer.kind {
+            CiKind::Github => github::job(&issuer.name, &claims)?,
+            CiKind::Gitlab => gitlab::job(&issuer.name, &claims)?,
+            CiKind::Buildkite => buildkite::job(&issuer.name, &claims)?,
+            CiKind::Circleci => circleci::job(&issuer.name, &claims)?,
+        };
+        job.token_id = match registered.jti {
+            Some(jti) if !jti.is_empty() => format!("jti:{jti}"),
+            _ => format!("sha256:{}", token_sha256(token)),
+        };
+        job.expires_at = registered.exp;
+        job.claims = claims::as_object(claims)?;
+        Ok(job)
+    }
+
+    fn validation(&self, issuer: &IssuerConfig, alg: Algorithm) -> Validation {
+        let mut validation = Validation::new(alg);
+        validation.set_issuer(&[&issuer.issuer]);
+        validation.set_audience(&[&self.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.validate_nbf = true;
+        validation.leeway = LEEWAY_SECONDS;
+        validation
+    }
+}
+
+/// The hex SHA-256 of a token's text: how audit events and replay records name a token.
+pub fn token_sha256(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+fn check_issued_at(iat: Option<i64>) -> Result<(), Error> {
+    let now = jsonwebtoken::get_current_timestamp();
+    match iat {
+        Some(iat) if iat > (now + LEEWAY_SECONDS) as i64 => {
+            Err(Error::Invalid("issued in the future".into()))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn invalid(error: jsonwebtoken::errors::Error) -> Error {
+    let reason = match error.kind() {
+        ErrorKind::ExpiredSignature => "expired".to_owned(),
+        ErrorKind::ImmatureSignature => "not yet valid (nbf)".to_owned(),
+        ErrorKind::InvalidAudience => "the audience does not include this broker".to_owned(),
+        ErrorKind::InvalidIssuer => "wrong issuer".to_owned(),
+        ErrorKind::InvalidSignature => "bad signature".to_owned(),
+        ErrorKind::InvalidAlgorithm => "algorithm not allowed".to_owned(),
+        ErrorKind::MissingRequiredClaim(claim) => {
+            return Error::Invalid(format!("missing required claim `{claim}`"));
+        }
+        ErrorKind::InvalidClaimFormat(claim) => format!("claim `{claim}` has the wrong type"),
+        ErrorKind::Json(_)
+        | ErrorKind::Base64(_)
+        | ErrorKind::Utf8(_)
+        | ErrorKind::InvalidToken => {
+            return Error::Malformed("the token does not decode".into());
+        }
+        _ => "verification failed".to_owned(),
+    };
+    Error::Invalid(reason)
+}

@@ -1,0 +1,140 @@
+//! What a job may get: policy files parsed into roles and runner tiers, and the decision for a
+//! job's request. Pure: the caller reads the files; nothing here does I/O.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use crate::job::Job;
+
+mod decision;
+mod error;
+mod matcher;
+mod model;
+mod tiers;
+
+#[cfg(test)]
+mod tests;
+
+pub use decision::{Decision, RoleDenial};
+pub use error::Error;
+pub use model::{BackendKind, Role, Rule, VaultScope};
+
+use matcher::Ctx;
+use model::FileDoc;
+use tiers::RunnerTier;
+
+/// One policy file's path (for error messages) and text.
+#[derive(Clone, Copy, Debug)]
+pub struct PolicyFile<'a> {
+    pub path: &'a str,
+    pub text: &'a str,
+}
+
+/// Every role and runner tier of a set of policy files, checked and compiled once.
+#[derive(Clone, Debug, Default)]
+pub struct PolicySet {
+    roles: Vec<Role>,
+    by_name: HashMap<String, usize>,
+    tiers: Vec<RunnerTier>,
+}
+
+impl PolicySet {
+    /// Parses every file; roles and tiers from all files are combined (files in the order given).
+    pub fn parse(files: &[PolicyFile<'_>]) -> Result<Self, Error> {
+        let mut set = Self::default();
+        // Where each name came from, to name both files when one is defined twice.
+        let mut role_paths: Vec<&str> = Vec::new();
+        let mut tier_paths: HashMap<String, &str> = HashMap::new();
+        for file in files {
+            let doc: FileDoc =
+                serde_yaml_ng::from_str(file.text).map_err(|e| Error::from_yaml(file.path, &e))?;
+            for tier in doc.runner_tiers {
+                match tier_paths.entry(tier.name.clone()) {
+                    Entry::Occupied(first) => {
+                        return Err(Error::DuplicateTier {
+                            path: file.path.to_owned(),
+                            name: tier.name,
+                            first_path: (*first.get()).to_owned(),
+                        });
+                    }
+                    Entry::Vacant(slot) => {
+                        slot.insert(file.path);
+                    }
+                }
+                set.tiers.push(tier);
+            }
+            for model::RoleEntry(role) in doc.roles {
+                match set.by_name.entry(role.name.clone()) {
+                    Entry::Occupied(first) => {
+                        return Err(Error::DuplicateRole {
+                            path: file.path.to_owned(),
+                            name: role.name,
+                            first_path: role_paths
+                                .get(*first.get())
+                                .copied()
+                                .unwrap_or_default()
+                                .to_owned(),
+                        });
+                    }
+                    Entry::Vacant(slot) => {
+                        slot.insert(set.roles.len());
+                    }
+                }
+                role_paths.push(file.path);
+                set.roles.push(role);
+            }
+        }
+        Ok(set)
+    }
+
+    pub fn role(&self, name: &str) -> Option<&Role> {
+        self.by_name.get(name).and_then(|&i| self.roles.get(i))
+    }
+
+    /// Roles in the order their files and definitions were given.
+    pub fn roles(&self) -> impl Iterator<Item = &Role> {
+        self.roles.iter()
+    }
+
+    /// Name of the first runner tier whose match holds, if any.
+    pub fn runner_tier(&self, job: &Job) -> Option<&str> {
+        tiers::first_match(&self.tiers, job)
+    }
+
+    /// All requested roles granted, or for each refused one the reasons. Requested names are a
+    /// set: repeats are judged once, in first-seen order.
+    pub fn decide(&self, job: &Job, requested: &[String]) -> Decision<'_> {
+        let ctx = Ctx {
+            job,
+            tier: self.runner_tier(job),
+        };
+        let mut granted: Vec<&Role> = Vec::with_capacity(requested.len());
+        let mut denied: Vec<RoleDenial> = Vec::new();
+        for name in requested {
+            let Some(role) = self.role(name) else {
+                if !denied.iter().any(|d| d.role == *name) {
+                    denied.push(RoleDenial::undefined(name));
+                }
+                continue;
+            };
+            if granted.iter().any(|g| std::ptr::eq(*g, role))
+                || denied.iter().any(|d| d.role == *name)
+            {
+                continue;
+            }
+            if role.grants(&ctx) {
+                granted.push(role);
+            } else {
+                denied.push(RoleDenial {
+                    role: name.clone(),
+                    reasons: role.explain(&ctx),
+                });
+            }
+        }
+        if denied.is_empty() {
+            Decision::Granted(granted)
+        } else {
+            Decision::Denied(denied)
+        }
+    }
+}

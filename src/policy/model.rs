@@ -1,0 +1,353 @@
+//! The policy file's shape and the checks made while reading it, so that every error the
+//! YAML parser reports carries the position of what is wrong.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use super::matcher::{Condition, Field, Values};
+use super::tiers::RunnerTier;
+
+/// Which backend mints a role's credentials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    Vault,
+}
+
+/// A named grant: what a job gets from which backend, for how long, and which jobs may have it.
+#[derive(Clone, Debug)]
+pub struct Role {
+    pub name: String,
+    pub backend: BackendKind,
+    pub max_ttl: Duration,
+    pub vault: Option<VaultScope>,
+    pub allow: Vec<Rule>,
+    pub deny: Vec<Rule>,
+}
+
+/// What a Vault token minted for a role may do.
+#[derive(Clone, Debug)]
+pub struct VaultScope {
+    pub policies: Vec<String>,
+}
+
+/// Conditions that must all hold for the rule to match; never empty.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    pub(super) conditions: Vec<Condition>,
+}
+
+/// One policy file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileDoc {
+    #[serde(default)]
+    pub(super) runner_tiers: Vec<RunnerTier>,
+    #[serde(default)]
+    pub(super) roles: Vec<RoleEntry>,
+}
+
+/// Keeps `Role` itself free of a public `Deserialize`: roles only come from `PolicySet::parse`.
+pub(super) struct RoleEntry(pub(super) Role);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoleDoc {
+    name: String,
+    backend: BackendKind,
+    max_ttl: Ttl,
+    #[serde(default)]
+    vault: Option<VaultDoc>,
+    #[serde(default)]
+    allow: Vec<Rule>,
+    #[serde(default)]
+    deny: Vec<Rule>,
+}
+
+impl<'de> Deserialize<'de> for RoleEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        from_map(d, "a role mapping", |doc: RoleDoc| {
+            if doc.name.is_empty() {
+                return Err("a role needs a non-empty `name`".to_owned());
+            }
+            let vault = match (doc.backend, doc.vault) {
+                (BackendKind::Vault, Some(VaultDoc { policies })) => Some(VaultScope { policies }),
+                (BackendKind::Vault, None) => {
+                    return Err(format!(
+                        "role `{}` has backend vault but no `vault:` section; hint: add `vault: {{ policies: [...] }}` naming the Vault policies its tokens get",
+                        doc.name
+                    ));
+                }
+            };
+            Ok(RoleEntry(Role {
+                name: doc.name,
+                backend: doc.backend,
+                max_ttl: doc.max_ttl.0,
+                vault,
+                allow: doc.allow,
+                deny: doc.deny,
+            }))
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VaultFields {
+    policies: Vec<String>,
+}
+
+struct VaultDoc {
+    policies: Vec<String>,
+}
+
+impl<'de> Deserialize<'de> for VaultDoc {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        from_map(
+            d,
+            "a `vault:` mapping with `policies`",
+            |doc: VaultFields| {
+                if doc.policies.is_empty() {
+                    return Err(
+                        "`vault.policies` is empty; hint: list at least one Vault policy"
+                            .to_owned(),
+                    );
+                }
+                if doc.policies.iter().any(String::is_empty) {
+                    return Err("`vault.policies` has an empty policy name".to_owned());
+                }
+                Ok(VaultDoc {
+                    policies: doc.policies,
+                })
+            },
+        )
+    }
+}
+
+/// `max_ttl`: a humantime duration such as `15m`; zero would mint credentials that are already dead.
+struct Ttl(Duration);
+
+impl<'de> Deserialize<'de> for Ttl {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct TtlVisitor;
+        impl Visitor<'_> for TtlVisitor {
+            type Value = Ttl;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a duration with a unit, such as 15m, 1h or 900s")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Ttl, E> {
+                let ttl = humantime::parse_duration(v).map_err(|e| {
+                    E::custom(format!(
+                        "max_ttl `{v}` is not a duration ({e}); hint: write it like 15m, 1h or 900s"
+                    ))
+                })?;
+                if ttl.is_zero() {
+                    return Err(E::custom(
+                        "max_ttl must be greater than zero; hint: write it like 15m",
+                    ));
+                }
+                Ok(Ttl(ttl))
+            }
+        }
+        d.deserialize_any(TtlVisitor)
+    }
+}
+
+/// Where a set of conditions is used; tiers are computed from conditions, so they cannot
+/// themselves test a tier.
+#[derive(Clone, Copy)]
+pub(super) enum Purpose {
+    Rule,
+    TierMatch,
+}
+
+impl<'de> Deserialize<'de> for Rule {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let conditions = d.deserialize_map(ConditionsVisitor(Purpose::Rule))?;
+        Ok(Rule { conditions })
+    }
+}
+
+/// Reads a mapping of condition keys to values, rejecting what would widen or confuse a rule.
+pub(super) struct ConditionsVisitor(pub(super) Purpose);
+
+impl<'de> Visitor<'de> for ConditionsVisitor {
+    type Value = Vec<Condition>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a mapping of conditions such as `repository: octo-org/octo-repo`")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<Condition>, A::Error> {
+        let mut conditions: Vec<Condition> = Vec::new();
+        while let Some(key) = map.next_key_seed(KeySeed(self.0))? {
+            match key {
+                Key::Field(field) => {
+                    if conditions.iter().any(|c| c.field == field) {
+                        return Err(de::Error::custom(format!("`{field}` is given twice")));
+                    }
+                    let values: Values = map.next_value()?;
+                    conditions.push(Condition { field, values });
+                }
+                Key::Claims => {
+                    if conditions
+                        .iter()
+                        .any(|c| matches!(c.field, Field::Claim(_)))
+                    {
+                        return Err(de::Error::duplicate_field("claims"));
+                    }
+                    let ClaimConditions(claims) = map.next_value()?;
+                    conditions.extend(claims);
+                }
+            }
+        }
+        if conditions.is_empty() {
+            return Err(de::Error::custom(match self.0 {
+                Purpose::Rule => {
+                    "a rule with no condition would match every job; hint: add conditions such as `repository:` and `ref:`"
+                }
+                Purpose::TierMatch => {
+                    "a tier `match` with no condition would put every job in this tier; hint: add conditions such as `runner_environment:`"
+                }
+            }));
+        }
+        Ok(conditions)
+    }
+}
+
+enum Key {
+    Field(Field),
+    Claims,
+}
+
+struct KeySeed(Purpose);
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Key;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for KeySeed {
+    type Value = Key;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a condition key")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+        if v == "claims" {
+            return Ok(Key::Claims);
+        }
+        match (Field::from_key(v), self.0) {
+            (Some(Field::RunnerTier), Purpose::TierMatch) => Err(E::custom(
+                "`runner_tier` cannot be used in a runner tier's `match`; hint: tiers are computed from the other conditions, first match wins",
+            )),
+            (Some(field), _) => Ok(Key::Field(field)),
+            (None, _) => Err(E::unknown_field(v, Field::KEYS)),
+        }
+    }
+}
+
+/// `claims: {name: value}`; `sub` is refused because it packs several claims into one string
+/// whose layout differs per CI, so matching it invites mistakes.
+struct ClaimConditions(Vec<Condition>);
+
+impl<'de> Deserialize<'de> for ClaimConditions {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ClaimsVisitor;
+        impl<'de> Visitor<'de> for ClaimsVisitor {
+            type Value = ClaimConditions;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a mapping of claim names to values, such as `{ actor: octocat }`")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ClaimConditions, A::Error> {
+                let mut conditions: Vec<Condition> = Vec::new();
+                while let Some(ClaimName(name)) = map.next_key()? {
+                    if conditions
+                        .iter()
+                        .any(|c| matches!(&c.field, Field::Claim(n) if *n == name))
+                    {
+                        return Err(de::Error::custom(format!("claim `{name}` is given twice")));
+                    }
+                    let values: Values = map.next_value()?;
+                    conditions.push(Condition {
+                        field: Field::Claim(name),
+                        values,
+                    });
+                }
+                if conditions.is_empty() {
+                    return Err(de::Error::custom(
+                        "`claims:` is empty; hint: name at least one claim, or remove the key",
+                    ));
+                }
+                Ok(ClaimConditions(conditions))
+            }
+        }
+        d.deserialize_map(ClaimsVisitor)
+    }
+}
+
+struct ClaimName(Box<str>);
+
+impl<'de> Deserialize<'de> for ClaimName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+        impl Visitor<'_> for NameVisitor {
+            type Value = ClaimName;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a claim name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ClaimName, E> {
+                match v {
+                    "sub" => Err(E::custom(
+                        "`sub` cannot be a condition: policy must use the individual claims; hint: match `repository`, `ref`, `environment` … or `claims.project_path` instead",
+                    )),
+                    "" => Err(E::custom("a claim name cannot be empty")),
+                    _ => Ok(ClaimName(v.into())),
+                }
+            }
+        }
+        d.deserialize_str(NameVisitor)
+    }
+}
+
+/// Deserializes `Raw` from a mapping and converts it inside the map visitor, so a conversion
+/// error is placed at the mapping rather than at the end of the enclosing list.
+pub(super) fn from_map<'de, D, Raw, T>(
+    d: D,
+    expecting: &'static str,
+    convert: fn(Raw) -> Result<T, String>,
+) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    Raw: Deserialize<'de>,
+{
+    struct MapVisitor<Raw, T> {
+        expecting: &'static str,
+        convert: fn(Raw) -> Result<T, String>,
+        raw: PhantomData<Raw>,
+    }
+    impl<'de, Raw: Deserialize<'de>, T> Visitor<'de> for MapVisitor<Raw, T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.expecting)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            let raw = Raw::deserialize(MapAccessDeserializer::new(map))?;
+            (self.convert)(raw).map_err(de::Error::custom)
+        }
+    }
+    d.deserialize_map(MapVisitor {
+        expecting,
+        convert,
+        raw: PhantomData,
+    })
+}

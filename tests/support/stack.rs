@@ -1,0 +1,106 @@
+//! The full local stack for end-to-end tests: OpenBao, a GitHub-shaped issuer and the broker.
+
+use std::sync::Arc;
+
+use ci_creds::dev::DevIssuer;
+use ci_creds::store::{Lease, Store};
+
+use super::bao::Bao;
+use super::broker::{Broker, Setup};
+use super::start_issuer;
+
+/// Roles the end-to-end tests exchange for; `deploy-prod` is the issue's example role.
+pub const POLICY: &str = r#"
+runner_tiers:
+  - name: hosted
+    match: { runner_environment: [github-hosted, gitlab-hosted, buildkite-hosted] }
+roles:
+  - name: deploy-prod
+    backend: vault
+    max_ttl: 15m
+    vault:
+      policies: [deploy-prod]
+    allow:
+      - issuer: github
+        repository: octo-org/octo-repo
+        repository_id: "74"
+        ref: refs/heads/main
+        event: [push, workflow_dispatch]
+        environment: prod
+        runner_tier: hosted
+    deny:
+      - claims: { actor: "dependabot[bot]" }
+  - name: read-config
+    backend: vault
+    max_ttl: 5m
+    vault:
+      policies: [read-config]
+    allow:
+      - issuer: github
+        repository_id: "74"
+      - issuer: buildkite
+        owner_id: "0184990a-0000-4000-8000-000000000001"
+  - name: pr-preview
+    backend: vault
+    max_ttl: 5m
+    vault:
+      policies: [read-config]
+    allow:
+      - issuer: github
+        repository_id: "74"
+        event: [pull_request_target]
+"#;
+
+pub const DEPLOY_PROD_HCL: &str = r#"path "secret/data/deploy/*" { capabilities = ["read"] }"#;
+pub const READ_CONFIG_HCL: &str = r#"path "secret/data/config/*" { capabilities = ["read"] }"#;
+
+pub struct Stack {
+    pub bao: Bao,
+    pub github: Arc<DevIssuer>,
+    pub buildkite: Arc<DevIssuer>,
+    pub broker: Broker,
+}
+
+impl Stack {
+    pub async fn start() -> Self {
+        let bao = Bao::start().await;
+        bao.put_policy("deploy-prod", DEPLOY_PROD_HCL).await;
+        bao.put_policy("read-config", READ_CONFIG_HCL).await;
+        bao.put_secret(
+            "deploy/db",
+            serde_json::json!({ "password": "deploy-db-password" }),
+        )
+        .await;
+        bao.put_secret("config/app", serde_json::json!({ "colour": "blue" }))
+            .await;
+        bao.put_secret("other/thing", serde_json::json!({ "x": "y" }))
+            .await;
+        let github = start_issuer().await;
+        let buildkite = start_issuer().await;
+        let broker = Broker::start(&Setup {
+            issuers: vec![
+                ("github", "github", github.url()),
+                ("buildkite", "buildkite", buildkite.url()),
+            ],
+            vault_address: &bao.address,
+            policy: POLICY,
+        })
+        .await;
+        Self {
+            bao,
+            github,
+            buildkite,
+            broker,
+        }
+    }
+
+    /// The leases the broker recorded for a job, read from its database.
+    pub async fn leases(&self, issuer: &str, job_id: &str) -> Vec<Lease> {
+        let url = format!("sqlite://{}", self.broker.database().display());
+        let store = Store::connect(&url).await.expect("broker database opens");
+        store
+            .leases_of_job(issuer, job_id)
+            .await
+            .expect("leases readable")
+    }
+}
