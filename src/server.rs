@@ -8,10 +8,12 @@ use tokio::net::TcpListener;
 use crate::backends::vault::VaultBackend;
 use crate::config::{self, Config};
 use crate::identity::Verifier;
-use crate::lifecycle::Broker;
+use crate::lifecycle::{Broker, sweeper};
 use crate::net::HttpClient;
 use crate::policy::{BackendKind, PolicySet};
 use crate::{api, backends, store};
+
+const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[derive(Debug, Error)]
 pub enum Error {
@@ -80,6 +82,7 @@ pub async fn serve(config: Config) -> Result<(), Error> {
             source,
         })?;
     let addr = listener.local_addr().map_err(Error::Serve)?;
+    tokio::spawn(sweeper::run(broker.store.clone(), SWEEP_INTERVAL));
     tracing::info!(%addr, roles = broker.policy.roles().count(), "ci-creds listening");
     axum::serve(listener, api::router(broker))
         .with_graceful_shutdown(shutdown_signal())

@@ -34,6 +34,7 @@ fn case(
 }
 
 async fn post(
+    what: &str,
     stack: &Stack,
     auth: Option<&str>,
     body: Vec<u8>,
@@ -49,7 +50,7 @@ async fn post(
     let response = request
         .send()
         .await
-        .expect("an answer, not a dropped connection");
+        .unwrap_or_else(|e| panic!("{what}: an answer, not a dropped connection: {e}"));
     let (status, headers) = (response.status().as_u16(), response.headers().clone());
     (
         status,
@@ -64,8 +65,8 @@ async fn answers_every_bad_request_with_a_stable_code() {
     let token = github_token(&stack.github, |_| {});
     let bearer = format!("Bearer {token}");
     let roles = br#"{"roles": ["deploy-prod"]}"#.to_vec();
-    let huge_kid =
-        URL_SAFE_NO_PAD.encode(json!({"alg": "RS256", "kid": "k".repeat(1024 * 1024)}).to_string());
+    let big_kid =
+        URL_SAFE_NO_PAD.encode(json!({"alg": "RS256", "kid": "k".repeat(64 * 1024)}).to_string());
     let cases = [
         case(
             "empty body",
@@ -139,8 +140,8 @@ async fn answers_every_bad_request_with_a_stable_code() {
             "invalid_token",
         ),
         case(
-            "1 MB kid",
-            Some(format!("Bearer {huge_kid}.e30.sig")),
+            "64 KiB kid",
+            Some(format!("Bearer {big_kid}.e30.sig")),
             roles.clone(),
             401,
             "invalid_token",
@@ -154,11 +155,7 @@ async fn answers_every_bad_request_with_a_stable_code() {
         code: want_code,
     } in cases
     {
-        let (status, headers, answer) = post(&stack, auth.as_deref(), body).await;
-        if what == "1 MB kid" && status == 431 {
-            // The HTTP layer refuses headers this large before the broker sees them.
-            continue;
-        }
+        let (status, headers, answer) = post(what, &stack, auth.as_deref(), body).await;
         assert_eq!(status, want_status, "{what}: {answer}");
         assert_eq!(answer["error"], want_code, "{what}: {answer}");
         assert!(
@@ -193,6 +190,35 @@ async fn answers_every_bad_request_with_a_stable_code() {
         !stack.broker.logs().contains("panicked"),
         "no panic in the logs"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn survives_a_header_with_a_1_mib_kid() {
+    let stack = Stack::start().await;
+    let header =
+        URL_SAFE_NO_PAD.encode(json!({"alg": "RS256", "kid": "k".repeat(1024 * 1024)}).to_string());
+    let response = stack
+        .broker
+        .http()
+        .post(format!("{}/v1/credentials", stack.broker.url))
+        .header("authorization", format!("Bearer {header}.e30.sig"))
+        .body(r#"{"roles": ["deploy-prod"]}"#)
+        .send()
+        .await;
+    // The HTTP layer refuses headers this large (431) before the broker reads them, and closes
+    // the connection, which the client may see first: either way nothing is granted.
+    if let Ok(response) = response {
+        assert_eq!(response.status().as_u16(), 431);
+    }
+    let health = stack
+        .broker
+        .http()
+        .get(format!("{}/healthz", stack.broker.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 200, "still serving");
+    assert!(!stack.broker.logs().contains("panicked"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

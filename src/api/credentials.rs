@@ -4,15 +4,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
 use time::format_description::well_known::Rfc3339;
 
-use super::ApiError;
+use super::body::read_limited;
+use super::{ApiError, MAX_BODY_BYTES};
 use crate::backends::Credential;
 use crate::lifecycle::{Broker, ExchangeRequest, Exchanged};
 
@@ -65,12 +65,9 @@ fn expose<S: Serializer>(secret: &SecretString, serializer: S) -> Result<S::Ok, 
 pub async fn create(
     State(broker): State<Arc<Broker>>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Json<CredentialsResponse>, ApiError> {
-    let body = body.map_err(|rejection| match rejection.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge,
-        _ => ApiError::InvalidRequest("the request body could not be read".into()),
-    })?;
+    let body = read_limited(body, MAX_BODY_BYTES).await?;
     let request: CredentialsRequest = serde_json::from_slice(&body).map_err(|e| {
         ApiError::InvalidRequest(format!(
             "the body must be JSON like {{\"roles\": [\"name\"]}}: {e}"

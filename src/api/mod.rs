@@ -1,5 +1,6 @@
 //! The HTTP API: routes, the one mapping of errors to statuses and codes, and request limits.
 
+mod body;
 mod context;
 mod credentials;
 mod error;

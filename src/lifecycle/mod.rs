@@ -1,6 +1,7 @@
 //! The job and lease lifecycle: exchanging a verified job token for credentials.
 
 mod exchange;
+pub mod sweeper;
 
 pub use exchange::{Broker, ExchangeRequest, Exchanged, IssuedCredential};
 

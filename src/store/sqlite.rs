@@ -61,6 +61,17 @@ impl Store {
         Ok(inserted == 1)
     }
 
+    /// Forgets exchanged tokens that expired before `before` (unix seconds): they can no longer
+    /// verify, so they can no longer be replayed.
+    pub async fn prune_exchanged_tokens(&self, before: i64) -> Result<u64, Error> {
+        let deleted = sqlx::query("DELETE FROM exchanged_tokens WHERE expires_at < ?")
+            .bind(before)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        Ok(deleted)
+    }
+
     /// Writes the intent to mint, before the backend is asked.
     pub async fn begin_lease(&self, lease: &NewLease<'_>) -> Result<(), Error> {
         let now = now();
