@@ -11,6 +11,9 @@ use thiserror::Error;
 
 use crate::backends::vault::VaultConfig;
 use crate::identity::{ASYMMETRIC_ALGORITHMS, IssuerConfig};
+use crate::job::CiKind;
+use crate::lifecycle::LifecycleConfig;
+use crate::lifecycle::webhooks::{Webhooks, WebhooksConfig};
 use crate::net::check_url_scheme;
 use crate::policy::{self, PolicyFile, PolicySet};
 
@@ -26,6 +29,15 @@ pub struct Config {
     pub issuers: Vec<IssuerConfig>,
     #[serde(default)]
     pub vault: Option<VaultConfig>,
+    #[serde(default)]
+    pub webhooks: WebhooksConfig,
+    #[serde(default)]
+    pub lifecycle: LifecycleConfig,
+}
+
+/// Secrets read from the environment at start, kept in redacting types.
+pub struct Secrets {
+    pub webhooks: Webhooks,
 }
 
 #[derive(Debug, Deserialize)]
@@ -38,10 +50,7 @@ pub struct StoreConfig {
 #[derive(Debug, Error)]
 pub enum Error {
     #[error("cannot read config {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    Read { path: String, source: std::io::Error },
     #[error("config {path}: {message}")]
     Parse { path: String, message: String },
     #[error("policy: {0}")]
@@ -51,23 +60,16 @@ pub enum Error {
 }
 
 fn invalid(key: impl Into<String>, message: impl Into<String>) -> Error {
-    Error::Invalid {
-        key: key.into(),
-        message: message.into(),
-    }
+    Error::Invalid { key: key.into(), message: message.into() }
 }
 
 impl Config {
     /// Reads, parses and validates `path`; relative paths inside are resolved against its folder.
     pub fn load(path: &Path) -> Result<Self, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
-        let mut config: Config = toml::from_str(&text).map_err(|e| Error::Parse {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.display().to_string(), source })?;
+        let mut config: Config = toml::from_str(&text)
+            .map_err(|e| Error::Parse { path: path.display().to_string(), message: e.to_string() })?;
         let base = path.parent().unwrap_or(Path::new("."));
         config.policy_dir = base.join(&config.policy_dir);
         config.store.url = resolve_sqlite_url(&config.store.url, base)?;
@@ -80,10 +82,7 @@ impl Config {
             return Err(invalid("audience", "must not be empty"));
         }
         if self.issuers.is_empty() {
-            return Err(invalid(
-                "issuers",
-                "at least one [[issuers]] entry is required",
-            ));
+            return Err(invalid("issuers", "at least one [[issuers]] entry is required"));
         }
         let mut names = HashSet::new();
         let mut urls = HashSet::new();
@@ -93,10 +92,7 @@ impl Config {
                 return Err(invalid(key("name"), "must not be empty"));
             }
             if !names.insert(issuer.name.as_str()) {
-                return Err(invalid(
-                    key("name"),
-                    format!("`{}` is used by another issuer", issuer.name),
-                ));
+                return Err(invalid(key("name"), format!("`{}` is used by another issuer", issuer.name)));
             }
             if !urls.insert(issuer.issuer.as_str()) {
                 return Err(invalid(key("issuer"), "is configured twice"));
@@ -106,49 +102,57 @@ impl Config {
                 check_url_scheme(jwks_url).map_err(|e| invalid(key("jwks_url"), e))?;
             }
             if issuer.algorithms.is_empty() {
-                return Err(invalid(
-                    key("algorithms"),
-                    "must list at least one algorithm",
-                ));
+                return Err(invalid(key("algorithms"), "must list at least one algorithm"));
             }
-            if let Some(alg) = issuer
-                .algorithms
-                .iter()
-                .find(|alg| !ASYMMETRIC_ALGORITHMS.contains(alg))
-            {
-                return Err(invalid(
-                    key("algorithms"),
-                    format!("{alg:?} is not an asymmetric algorithm"),
-                ));
+            if let Some(alg) = issuer.algorithms.iter().find(|alg| !ASYMMETRIC_ALGORITHMS.contains(alg)) {
+                return Err(invalid(key("algorithms"), format!("{alg:?} is not an asymmetric algorithm")));
             }
         }
         if let Some(vault) = &self.vault {
             check_url_scheme(&vault.address).map_err(|e| invalid("vault.address", e))?;
-            vault.token().map_err(|e| invalid("vault.token_env", e))?;
+        }
+        let webhooks = &self.webhooks;
+        let issuers = [
+            ("github", CiKind::Github, webhooks.github.as_ref().map(|w| &w.issuer)),
+            ("gitlab", CiKind::Gitlab, webhooks.gitlab.as_ref().map(|w| &w.issuer)),
+            ("buildkite", CiKind::Buildkite, webhooks.buildkite.as_ref().map(|w| &w.issuer)),
+        ];
+        for (ci, kind, issuer) in issuers {
+            let Some(issuer) = issuer else { continue };
+            match self.issuers.iter().find(|configured| configured.name == *issuer) {
+                Some(configured) if configured.kind == kind => {}
+                Some(_) => {
+                    return Err(invalid(format!("webhooks.{ci}.issuer"), format!("`{issuer}` is not a {ci} issuer")));
+                }
+                None => return Err(invalid(format!("webhooks.{ci}.issuer"), format!("no issuer is named `{issuer}`"))),
+            }
+        }
+        if self.lifecycle.sweep_interval.is_zero() {
+            return Err(invalid("lifecycle.sweep_interval", "must be positive"));
         }
         Ok(())
+    }
+
+    /// The secrets `serve` needs, read from the environment variables the config names.
+    pub fn secrets(&self) -> Result<Secrets, Error> {
+        if let Some(vault) = &self.vault {
+            vault.token().map_err(|e| invalid("vault.token_env", e))?;
+        }
+        let webhooks = Webhooks::from_config(&self.webhooks).map_err(|(key, message)| invalid(key, message))?;
+        Ok(Secrets { webhooks })
     }
 }
 
 /// Makes a relative SQLite path relative to the config file rather than the working directory.
 fn resolve_sqlite_url(url: &str, base: &Path) -> Result<String, Error> {
-    let Some(rest) = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))
-    else {
+    let Some(rest) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) else {
         return Err(invalid("store.url", "must be sqlite://PATH"));
     };
-    let (path, query) = rest
-        .split_once('?')
-        .map_or((rest, None), |(p, q)| (p, Some(q)));
+    let (path, query) = rest.split_once('?').map_or((rest, None), |(p, q)| (p, Some(q)));
     if path.is_empty() {
         return Err(invalid("store.url", "names no database file"));
     }
-    let path = if path == ":memory:" {
-        PathBuf::from(path)
-    } else {
-        base.join(path)
-    };
+    let path = if path == ":memory:" { PathBuf::from(path) } else { base.join(path) };
     Ok(match query {
         Some(query) => format!("sqlite://{}?{query}", path.display()),
         None => format!("sqlite://{}", path.display()),
@@ -157,32 +161,17 @@ fn resolve_sqlite_url(url: &str, base: &Path) -> Result<String, Error> {
 
 /// Reads every `*.yaml` / `*.yml` in `dir`, in name order, and parses them as one policy set.
 pub fn load_policies(dir: &Path) -> Result<PolicySet, Error> {
-    let files = read_policy_files(dir).map_err(|source| Error::Read {
-        path: dir.display().to_string(),
-        source,
-    })?;
-    let sources: Vec<PolicyFile<'_>> = files
-        .iter()
-        .map(|(path, text)| PolicyFile {
-            path: path.as_str(),
-            text: text.as_str(),
-        })
-        .collect();
+    let files = read_policy_files(dir).map_err(|source| Error::Read { path: dir.display().to_string(), source })?;
+    let sources: Vec<PolicyFile<'_>> =
+        files.iter().map(|(path, text)| PolicyFile { path: path.as_str(), text: text.as_str() }).collect();
     Ok(PolicySet::parse(&sources)?)
 }
 
 fn read_policy_files(dir: &Path) -> std::io::Result<Vec<(String, String)>> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|ext| ext == "yaml" || ext == "yml")
-                && path.is_file()
-        })
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml" || ext == "yml") && path.is_file())
         .collect();
     paths.sort();
-    paths
-        .into_iter()
-        .map(|path| Ok((path.display().to_string(), std::fs::read_to_string(&path)?)))
-        .collect()
+    paths.into_iter().map(|path| Ok((path.display().to_string(), std::fs::read_to_string(&path)?))).collect()
 }

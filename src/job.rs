@@ -59,16 +59,7 @@ pub struct Job {
 }
 
 impl Job {
-    pub fn new(
-        issuer: impl Into<String>,
-        job_id: impl Into<String>,
-        repository: impl Into<String>,
-    ) -> Self {
-        Self {
-            issuer: issuer.into(),
-            job_id: job_id.into(),
-            repository: repository.into(),
-            ..Self::default()
-        }
+    pub fn new(issuer: impl Into<String>, job_id: impl Into<String>, repository: impl Into<String>) -> Self {
+        Self { issuer: issuer.into(), job_id: job_id.into(), repository: repository.into(), ..Self::default() }
     }
 }

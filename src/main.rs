@@ -66,10 +66,9 @@ const URL_FILE: &str = "issuer-url";
 #[tokio::main]
 async fn main() -> Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match Cli::parse().command {
         Command::Serve { config } => {
@@ -77,17 +76,8 @@ async fn main() -> Result<()> {
             ci_creds::server::serve(config).await?;
         }
         Command::Dev(DevCommand::Issuer { dir, listen }) => run_dev_issuer(&dir, listen).await?,
-        Command::Dev(DevCommand::Token {
-            dir,
-            claims,
-            audience,
-            overrides,
-            lifetime_seconds,
-        }) => {
-            println!(
-                "{}",
-                dev_token(&dir, &claims, &audience, &overrides, lifetime_seconds)?
-            );
+        Command::Dev(DevCommand::Token { dir, claims, audience, overrides, lifetime_seconds }) => {
+            println!("{}", dev_token(&dir, &claims, &audience, &overrides, lifetime_seconds)?);
         }
     }
     Ok(())
@@ -112,13 +102,7 @@ async fn run_dev_issuer(dir: &Path, listen: SocketAddr) -> Result<()> {
     Ok(())
 }
 
-fn dev_token(
-    dir: &Path,
-    claims: &Path,
-    audience: &str,
-    overrides: &[String],
-    lifetime: i64,
-) -> Result<String> {
+fn dev_token(dir: &Path, claims: &Path, audience: &str, overrides: &[String], lifetime: i64) -> Result<String> {
     let pem = std::fs::read_to_string(dir.join(KEY_FILE))
         .context("no development issuer key; run `ci-creds dev issuer` first")?;
     let key = SigningKey::from_rsa_pkcs8_pem(&pem)?;

@@ -50,12 +50,7 @@ impl HttpClient {
     /// GETs `url` and succeeds on a 2xx answer, whatever its body.
     pub async fn get_ok(&self, url: &str) -> Result<(), String> {
         let url = check_url_scheme(url)?;
-        let response = self
-            .inner
-            .get(url)
-            .send()
-            .await
-            .map_err(|e| format!("request failed: {e}"))?;
+        let response = self.inner.get(url).send().await.map_err(|e| format!("request failed: {e}"))?;
         if response.status().is_success() {
             Ok(())
         } else {
@@ -64,27 +59,14 @@ impl HttpClient {
     }
 
     /// GETs a JSON document of at most `max_bytes`.
-    pub async fn get_json<T: DeserializeOwned>(
-        &self,
-        url: &str,
-        max_bytes: usize,
-    ) -> Result<T, String> {
+    pub async fn get_json<T: DeserializeOwned>(&self, url: &str, max_bytes: usize) -> Result<T, String> {
         let url = check_url_scheme(url)?;
-        let mut response = self
-            .inner
-            .get(url)
-            .send()
-            .await
-            .map_err(|e| format!("request failed: {e}"))?;
+        let mut response = self.inner.get(url).send().await.map_err(|e| format!("request failed: {e}"))?;
         if !response.status().is_success() {
             return Err(format!("answered HTTP {}", response.status().as_u16()));
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| format!("reading the answer failed: {e}"))?
-        {
+        while let Some(chunk) = response.chunk().await.map_err(|e| format!("reading the answer failed: {e}"))? {
             if body.len() + chunk.len() > max_bytes {
                 return Err(format!("the document is larger than {max_bytes} bytes"));
             }

@@ -5,23 +5,20 @@ use std::sync::Arc;
 use thiserror::Error;
 use tokio::net::TcpListener;
 
+use crate::backends::Backends;
 use crate::backends::vault::VaultBackend;
 use crate::config::{self, Config};
 use crate::identity::Verifier;
-use crate::lifecycle::{Broker, sweeper};
+use crate::lifecycle::{Broker, RevocationQueue, revocation, sweeper};
 use crate::net::HttpClient;
 use crate::policy::{BackendKind, PolicySet};
 use crate::{api, backends, store};
-
-const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[derive(Debug, Error)]
 pub enum Error {
     #[error(transparent)]
     Config(#[from] config::Error),
-    #[error(
-        "policy: role `{role}` uses backend `{backend}`, but the config has no [{backend}] section"
-    )]
+    #[error("policy: role `{role}` uses backend `{backend}`, but the config has no [{backend}] section")]
     BackendMissing { role: String, backend: &'static str },
     #[error(transparent)]
     Store(#[from] store::Error),
@@ -30,31 +27,28 @@ pub enum Error {
     #[error("cannot build the HTTP client: {0}")]
     Http(#[from] reqwest::Error),
     #[error("cannot listen on {addr}: {source}")]
-    Listen {
-        addr: std::net::SocketAddr,
-        source: std::io::Error,
-    },
+    Listen { addr: std::net::SocketAddr, source: std::io::Error },
     #[error("server: {0}")]
     Serve(std::io::Error),
 }
 
 /// Builds everything `serve` needs; fails before listening if anything is misconfigured.
 pub async fn broker(config: &Config) -> Result<Broker, Error> {
+    let secrets = config.secrets()?;
     let policy = config::load_policies(&config.policy_dir)?;
     check_backends(&policy, config)?;
     let store = store::Store::connect(&config.store.url).await?;
     let http = HttpClient::new()?;
-    let vault = config
-        .vault
-        .as_ref()
-        .map(|vault| VaultBackend::new(vault, http.clone()))
-        .transpose()?;
+    let vault = config.vault.as_ref().map(|vault| VaultBackend::new(vault, http.clone())).transpose()?;
     let verifier = Verifier::new(config.audience.clone(), config.issuers.clone(), http);
     Ok(Broker {
         verifier,
         policy,
         store,
-        vault,
+        backends: Backends { vault },
+        webhooks: secrets.webhooks,
+        revocations: RevocationQueue::default(),
+        lifecycle: config.lifecycle.clone(),
     })
 }
 
@@ -62,10 +56,7 @@ fn check_backends(policy: &PolicySet, config: &Config) -> Result<(), Error> {
     for role in policy.roles() {
         match role.backend {
             BackendKind::Vault if config.vault.is_none() => {
-                return Err(Error::BackendMissing {
-                    role: role.name.clone(),
-                    backend: "vault",
-                });
+                return Err(Error::BackendMissing { role: role.name.clone(), backend: "vault" });
             }
             BackendKind::Vault => {}
         }
@@ -75,19 +66,13 @@ fn check_backends(policy: &PolicySet, config: &Config) -> Result<(), Error> {
 
 pub async fn serve(config: Config) -> Result<(), Error> {
     let broker = Arc::new(broker(&config).await?);
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| Error::Listen {
-            addr: config.listen,
-            source,
-        })?;
+    let listener =
+        TcpListener::bind(config.listen).await.map_err(|source| Error::Listen { addr: config.listen, source })?;
     let addr = listener.local_addr().map_err(Error::Serve)?;
-    tokio::spawn(sweeper::run(broker.store.clone(), SWEEP_INTERVAL));
+    tokio::spawn(revocation::run(broker.clone()));
+    tokio::spawn(sweeper::run(broker.clone()));
     tracing::info!(%addr, roles = broker.policy.roles().count(), "ci-creds listening");
-    axum::serve(listener, api::router(broker))
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .map_err(Error::Serve)
+    axum::serve(listener, api::router(broker)).with_graceful_shutdown(shutdown_signal()).await.map_err(Error::Serve)
 }
 
 async fn shutdown_signal() {

@@ -2,7 +2,8 @@
 
 use std::process::Command;
 
-const GOOD_ISSUER: &str = "[[issuers]]\nname = \"github\"\nkind = \"github\"\nissuer = \"https://token.actions.githubusercontent.com\"\n";
+const GOOD_ISSUER: &str =
+    "[[issuers]]\nname = \"github\"\nkind = \"github\"\nissuer = \"https://token.actions.githubusercontent.com\"\n";
 const HEAD: &str = "listen = \"127.0.0.1:0\"\naudience = \"https://ci-creds.example\"\npolicy_dir = \"policy\"\n[store]\nurl = \"sqlite://ci-creds.db\"\n";
 const POLICY: &str = "roles:\n  - name: r\n    backend: vault\n    max_ttl: 5m\n    vault: { policies: [p] }\n    allow:\n      - issuer: github\n";
 
@@ -19,100 +20,52 @@ fn serve(config: &str, policy: &str) -> (bool, String) {
         .env_remove("VAULT_TOKEN")
         .output()
         .unwrap();
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    (output.status.success(), String::from_utf8_lossy(&output.stderr).into_owned())
 }
 
 #[test]
 fn names_the_bad_key() {
-    let vault =
-        "[vault]\naddress = \"http://127.0.0.1:1\"\ntoken_env = \"CONFIG_TEST_VAULT_TOKEN\"\n";
+    let vault = "[vault]\naddress = \"http://127.0.0.1:1\"\ntoken_env = \"CONFIG_TEST_VAULT_TOKEN\"\n";
     let cases = [
-        (
-            "unknown key",
-            format!("{HEAD}colour = \"blue\"\n{GOOD_ISSUER}{vault}"),
-            "colour",
-        ),
-        (
-            "no issuers",
-            format!("{HEAD}issuers = []\n{vault}"),
-            "issuers",
-        ),
+        ("unknown key", format!("{HEAD}colour = \"blue\"\n{GOOD_ISSUER}{vault}"), "colour"),
+        ("no issuers", format!("{HEAD}issuers = []\n{vault}"), "issuers"),
         (
             "plain http issuer",
-            format!(
-                "{HEAD}{}{vault}",
-                GOOD_ISSUER.replace("https://token.actions", "http://token.actions")
-            ),
+            format!("{HEAD}{}{vault}", GOOD_ISSUER.replace("https://token.actions", "http://token.actions")),
             "issuers[0].issuer",
         ),
         (
             "unknown kind",
-            format!(
-                "{HEAD}{}{vault}",
-                GOOD_ISSUER.replace("kind = \"github\"", "kind = \"jenkins\"")
-            ),
+            format!("{HEAD}{}{vault}", GOOD_ISSUER.replace("kind = \"github\"", "kind = \"jenkins\"")),
             "jenkins",
         ),
-        (
-            "symmetric alg",
-            format!("{HEAD}{GOOD_ISSUER}algorithms = [\"HS256\"]\n{vault}"),
-            "issuers[0].algorithms",
-        ),
+        ("symmetric alg", format!("{HEAD}{GOOD_ISSUER}algorithms = [\"HS256\"]\n{vault}"), "issuers[0].algorithms"),
         (
             "plain http vault",
-            format!(
-                "{HEAD}{GOOD_ISSUER}{}",
-                vault.replace("127.0.0.1:1", "vault.example")
-            ),
+            format!("{HEAD}{GOOD_ISSUER}{}", vault.replace("127.0.0.1:1", "vault.example")),
             "vault.address",
         ),
         (
             "token env unset",
-            format!(
-                "{HEAD}{GOOD_ISSUER}{}",
-                vault.replace("CONFIG_TEST_VAULT_TOKEN", "UNSET_TOKEN_VAR")
-            ),
+            format!("{HEAD}{GOOD_ISSUER}{}", vault.replace("CONFIG_TEST_VAULT_TOKEN", "UNSET_TOKEN_VAR")),
             "vault.token_env",
         ),
-        (
-            "not sqlite",
-            format!(
-                "{}{GOOD_ISSUER}{vault}",
-                HEAD.replace("sqlite://", "mysql://")
-            ),
-            "store.url",
-        ),
-        (
-            "vault role without [vault]",
-            format!("{HEAD}{GOOD_ISSUER}"),
-            "[vault]",
-        ),
+        ("not sqlite", format!("{}{GOOD_ISSUER}{vault}", HEAD.replace("sqlite://", "mysql://")), "store.url"),
+        ("vault role without [vault]", format!("{HEAD}{GOOD_ISSUER}"), "[vault]"),
     ];
     for (what, config, key) in cases {
         let (ok, stderr) = serve(&config, POLICY);
         assert!(!ok, "{what}: must exit non-zero");
-        assert!(
-            stderr.contains(key),
-            "{what}: stderr names `{key}`: {stderr}"
-        );
+        assert!(stderr.contains(key), "{what}: stderr names `{key}`: {stderr}");
     }
 }
 
 #[test]
 fn names_the_policy_file_and_line() {
-    let vault =
-        "[vault]\naddress = \"http://127.0.0.1:1\"\ntoken_env = \"CONFIG_TEST_VAULT_TOKEN\"\n";
-    let bad = POLICY.replace(
-        "      - issuer: github\n",
-        "      - issuer: github\n        sub: repo:octo-org/octo-repo\n",
-    );
+    let vault = "[vault]\naddress = \"http://127.0.0.1:1\"\ntoken_env = \"CONFIG_TEST_VAULT_TOKEN\"\n";
+    let bad =
+        POLICY.replace("      - issuer: github\n", "      - issuer: github\n        sub: repo:octo-org/octo-repo\n");
     let (ok, stderr) = serve(&format!("{HEAD}{GOOD_ISSUER}{vault}"), &bad);
     assert!(!ok);
-    assert!(
-        stderr.contains("roles.yaml:8"),
-        "file and line of the `sub` condition: {stderr}"
-    );
+    assert!(stderr.contains("roles.yaml:8"), "file and line of the `sub` condition: {stderr}");
 }

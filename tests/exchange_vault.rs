@@ -12,13 +12,7 @@ use support::stack::Stack;
 async fn mints_a_vault_token_bound_to_the_job() {
     let stack = Stack::start().await;
     let token = github_token(&stack.github, |_| {});
-    let (status, body) = stack
-        .broker
-        .exchange(
-            &token,
-            &json!({"roles": ["deploy-prod"], "ttl_seconds": 600}),
-        )
-        .await;
+    let (status, body) = stack.broker.exchange(&token, &json!({"roles": ["deploy-prod"], "ttl_seconds": 600})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         body["job"],
@@ -34,57 +28,32 @@ async fn mints_a_vault_token_bound_to_the_job() {
     )
     .expect("RFC 3339 expiry");
     let in_seconds = (expires_at - time::OffsetDateTime::now_utc()).whole_seconds();
-    assert!(
-        (590..=600).contains(&in_seconds),
-        "expires in {in_seconds} s"
-    );
+    assert!((590..=600).contains(&in_seconds), "expires in {in_seconds} s");
 
     let accessor = credential["vault"]["accessor"].as_str().unwrap();
     let (status, lookup) = stack.bao.lookup_accessor(accessor).await;
     assert_eq!(status, 200);
     let data = &lookup["data"];
-    assert_eq!(
-        data["policies"],
-        json!(["deploy-prod"]),
-        "exactly the role's policies, no default"
-    );
-    assert!(
-        (590..=600).contains(&data["ttl"].as_i64().unwrap()),
-        "ttl {}",
-        data["ttl"]
-    );
+    assert_eq!(data["policies"], json!(["deploy-prod"]), "exactly the role's policies, no default");
+    assert!((590..=600).contains(&data["ttl"].as_i64().unwrap()), "ttl {}", data["ttl"]);
     assert_eq!(
         data["meta"],
         json!({"issuer": "github", "job_id": "289782451", "repository": "octo-org/octo-repo", "ref": "refs/heads/main", "role": "deploy-prod"})
     );
 
     let vault_token = credential["vault"]["token"].as_str().unwrap();
-    let (status, secret) = stack
-        .bao
-        .request(Method::GET, "secret/data/deploy/db", vault_token, None)
-        .await;
+    let (status, secret) = stack.bao.request(Method::GET, "secret/data/deploy/db", vault_token, None).await;
     assert_eq!(status, 200, "the policy allows this read");
     assert_eq!(secret["data"]["data"]["password"], "deploy-db-password");
-    let (status, _) = stack
-        .bao
-        .request(Method::GET, "secret/data/other/thing", vault_token, None)
-        .await;
+    let (status, _) = stack.bao.request(Method::GET, "secret/data/other/thing", vault_token, None).await;
     assert_eq!(status, 403, "and nothing else");
-    let (status, _) = stack
-        .bao
-        .request(Method::GET, "auth/token/lookup-self", vault_token, None)
-        .await;
+    let (status, _) = stack.bao.request(Method::GET, "auth/token/lookup-self", vault_token, None).await;
     assert_eq!(status, 403, "not even the default policy's self-lookup");
 
     let leases = stack.leases("github", "289782451").await;
     assert_eq!(leases.len(), 1);
     assert_eq!(leases[0].state, LeaseState::Active);
-    assert_eq!(
-        leases[0].handle,
-        Some(ci_creds::backends::RevokeHandle::Vault {
-            accessor: accessor.to_owned()
-        })
-    );
+    assert_eq!(leases[0].handle, Some(ci_creds::backends::RevokeHandle::Vault { accessor: accessor.to_owned() }));
     assert_eq!(leases[0].id, credential["lease_id"].as_str().unwrap());
 }
 
@@ -92,22 +61,9 @@ async fn mints_a_vault_token_bound_to_the_job() {
 async fn clamps_the_ttl_to_the_roles_max() {
     let stack = Stack::start().await;
     let token = github_token(&stack.github, |_| {});
-    let (status, body) = stack
-        .broker
-        .exchange(
-            &token,
-            &json!({"roles": ["deploy-prod"], "ttl_seconds": 86400}),
-        )
-        .await;
+    let (status, body) = stack.broker.exchange(&token, &json!({"roles": ["deploy-prod"], "ttl_seconds": 86400})).await;
     assert_eq!(status, 200, "{body}");
-    let (_, lookup) = stack
-        .bao
-        .lookup_accessor(
-            body["credentials"][0]["vault"]["accessor"]
-                .as_str()
-                .unwrap(),
-        )
-        .await;
+    let (_, lookup) = stack.bao.lookup_accessor(body["credentials"][0]["vault"]["accessor"].as_str().unwrap()).await;
     let ttl = lookup["data"]["ttl"].as_i64().unwrap();
     assert!((890..=900).contains(&ttl), "15m max_ttl, got {ttl}");
 }
@@ -116,17 +72,9 @@ async fn clamps_the_ttl_to_the_roles_max() {
 async fn grants_several_roles_in_one_exchange() {
     let stack = Stack::start().await;
     let token = github_token(&stack.github, |_| {});
-    let (status, body) = stack
-        .broker
-        .exchange(&token, &json!({"roles": ["deploy-prod", "read-config"]}))
-        .await;
+    let (status, body) = stack.broker.exchange(&token, &json!({"roles": ["deploy-prod", "read-config"]})).await;
     assert_eq!(status, 200, "{body}");
-    let roles: Vec<_> = body["credentials"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["role"].as_str().unwrap())
-        .collect();
+    let roles: Vec<_> = body["credentials"].as_array().unwrap().iter().map(|c| c["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["deploy-prod", "read-config"]);
     let leases = stack.leases("github", "289782451").await;
     assert_eq!(leases.len(), 2);
@@ -140,10 +88,7 @@ async fn refuses_a_replayed_token_also_after_a_restart() {
     let body = json!({"roles": ["read-config"]});
     assert_eq!(stack.broker.exchange(&token, &body).await.0, 200);
     let (status, answer) = stack.broker.exchange(&token, &body).await;
-    assert_eq!(
-        (status, answer["error"].as_str()),
-        (409, Some("token_replayed"))
-    );
+    assert_eq!((status, answer["error"].as_str()), (409, Some("token_replayed")));
 
     stack.broker.stop();
     stack.broker.spawn().await;
@@ -154,11 +99,7 @@ async fn refuses_a_replayed_token_also_after_a_restart() {
         "the replay record survives a restart"
     );
     let fresh = github_token(&stack.github, |_| {});
-    assert_eq!(
-        stack.broker.exchange(&fresh, &body).await.0,
-        200,
-        "a fresh token of the same job is fine"
-    );
+    assert_eq!(stack.broker.exchange(&fresh, &body).await.0, 200, "a fresh token of the same job is fine");
 }
 
 #[tokio::test(flavor = "multi_thread")]

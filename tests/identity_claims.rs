@@ -29,17 +29,12 @@ fn now() -> i64 {
 #[tokio::test]
 async fn rejects_expired() {
     let result = verify_github(|c| c["exp"] = json!(now() - 120)).await;
-    assert!(
-        matches!(result, Err(Error::Invalid(ref m)) if m.contains("expired")),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(Error::Invalid(ref m)) if m.contains("expired")), "{result:?}");
 }
 
 #[tokio::test]
 async fn accepts_expiry_within_the_skew() {
-    verify_github(|c| c["exp"] = json!(now() - 30))
-        .await
-        .expect("30 s of skew is tolerated");
+    verify_github(|c| c["exp"] = json!(now() - 30)).await.expect("30 s of skew is tolerated");
 }
 
 #[tokio::test]
@@ -60,35 +55,24 @@ async fn rejects_exp_of_the_wrong_type() {
 #[tokio::test]
 async fn rejects_not_yet_valid() {
     let result = verify_github(|c| c["nbf"] = json!(now() + 300)).await;
-    assert!(
-        matches!(result, Err(Error::Invalid(ref m)) if m.contains("nbf")),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(Error::Invalid(ref m)) if m.contains("nbf")), "{result:?}");
 }
 
 #[tokio::test]
 async fn rejects_issued_in_the_future() {
     let result = verify_github(|c| c["iat"] = json!(now() + 300)).await;
-    assert!(
-        matches!(result, Err(Error::Invalid(ref m)) if m.contains("future")),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(Error::Invalid(ref m)) if m.contains("future")), "{result:?}");
 }
 
 #[tokio::test]
 async fn rejects_the_ci_default_audience() {
     let result = verify_github(|c| c["aud"] = json!("https://github.com/octo-org")).await;
-    assert!(
-        matches!(result, Err(Error::Invalid(ref m)) if m.contains("audience")),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(Error::Invalid(ref m)) if m.contains("audience")), "{result:?}");
 }
 
 #[tokio::test]
 async fn accepts_an_audience_list_containing_ours() {
-    verify_github(|c| c["aud"] = json!(["https://github.com/octo-org", AUDIENCE]))
-        .await
-        .expect("list with ours");
+    verify_github(|c| c["aud"] = json!(["https://github.com/octo-org", AUDIENCE])).await.expect("list with ours");
 }
 
 #[tokio::test]
@@ -109,10 +93,7 @@ async fn rejects_missing_aud() {
 #[tokio::test]
 async fn rejects_a_numeric_repository_id() {
     let result = verify_github(|c| c["repository_id"] = json!(74)).await;
-    assert!(
-        matches!(result, Err(Error::WrongClaimType(_))),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(Error::WrongClaimType(_))), "{result:?}");
 }
 
 #[tokio::test]
@@ -121,10 +102,7 @@ async fn rejects_a_token_without_job_id() {
         c.as_object_mut().unwrap().remove("check_run_id");
     })
     .await;
-    assert!(
-        matches!(result, Err(Error::MissingClaim("check_run_id"))),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(Error::MissingClaim("check_run_id"))), "{result:?}");
 }
 
 #[tokio::test]
@@ -133,16 +111,11 @@ async fn rejects_a_token_without_repository() {
         c.as_object_mut().unwrap().remove("repository");
     })
     .await;
-    assert!(
-        matches!(result, Err(Error::MissingClaim("repository"))),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(Error::MissingClaim("repository"))), "{result:?}");
 }
 
 #[tokio::test]
 async fn keeps_unicode_claims_intact() {
-    let job = verify_github(|c| c["actor"] = json!("ôctocat-🐙"))
-        .await
-        .expect("unicode is fine");
+    let job = verify_github(|c| c["actor"] = json!("ôctocat-🐙")).await.expect("unicode is fine");
     assert_eq!(job.claims["actor"], json!("ôctocat-🐙"));
 }

@@ -25,20 +25,13 @@ fn verifier(issuer: &DevIssuer) -> Verifier {
         jwks_url: None,
         algorithms: vec![Algorithm::RS256],
     };
-    Verifier::new(AUDIENCE.into(), vec![config], HttpClient::new().unwrap())
-        .with_refresh_cooldown(TEST_COOLDOWN)
+    Verifier::new(AUDIENCE.into(), vec![config], HttpClient::new().unwrap()).with_refresh_cooldown(TEST_COOLDOWN)
 }
 
 fn token_with_kid(issuer: &DevIssuer, kid: &str) -> String {
     let mut header = Header::new(Algorithm::RS256);
     header.kid = Some(kid.to_owned());
-    issuer
-        .current_key()
-        .sign_with_header(
-            &header,
-            &claims_for(issuer, "github-token-claims.json", |_| {}),
-        )
-        .unwrap()
+    issuer.current_key().sign_with_header(&header, &claims_for(issuer, "github-token-claims.json", |_| {})).unwrap()
 }
 
 #[test]
@@ -51,10 +44,7 @@ async fn caches_keys_across_tokens() {
     let issuer = start_issuer().await;
     let verifier = verifier(&issuer);
     for _ in 0..5 {
-        verifier
-            .verify(&github_token(&issuer, |_| {}))
-            .await
-            .expect("valid");
+        verifier.verify(&github_token(&issuer, |_| {})).await.expect("valid");
     }
     assert_eq!(issuer.jwks_fetches(), 1, "one fetch serves every token");
 }
@@ -63,35 +53,18 @@ async fn caches_keys_across_tokens() {
 async fn refreshes_on_an_unknown_kid_at_most_once_per_cooldown() {
     let issuer = start_issuer().await;
     let verifier = verifier(&issuer);
-    verifier
-        .verify(&github_token(&issuer, |_| {}))
-        .await
-        .expect("valid");
+    verifier.verify(&github_token(&issuer, |_| {})).await.expect("valid");
     for _ in 0..10 {
-        let result = verifier
-            .verify(&token_with_kid(&issuer, "not-published"))
-            .await;
+        let result = verifier.verify(&token_with_kid(&issuer, "not-published")).await;
         assert!(matches!(result, Err(Error::UnknownKey)), "{result:?}");
     }
-    assert_eq!(
-        issuer.jwks_fetches(),
-        1,
-        "unknown kids within the cooldown fetch nothing"
-    );
+    assert_eq!(issuer.jwks_fetches(), 1, "unknown kids within the cooldown fetch nothing");
 
     tokio::time::sleep(TEST_COOLDOWN + Duration::from_millis(100)).await;
-    let result = verifier
-        .verify(&token_with_kid(&issuer, "still-not-published"))
-        .await;
+    let result = verifier.verify(&token_with_kid(&issuer, "still-not-published")).await;
     assert!(matches!(result, Err(Error::UnknownKey)));
-    assert_eq!(
-        issuer.jwks_fetches(),
-        2,
-        "after the cooldown an unknown kid refreshes once"
-    );
-    let _ = verifier
-        .verify(&token_with_kid(&issuer, "again-not-published"))
-        .await;
+    assert_eq!(issuer.jwks_fetches(), 2, "after the cooldown an unknown kid refreshes once");
+    let _ = verifier.verify(&token_with_kid(&issuer, "again-not-published")).await;
     assert_eq!(issuer.jwks_fetches(), 2);
 }
 
@@ -101,10 +74,7 @@ async fn concurrent_unknown_kids_cause_one_refresh() {
     let verifier = std::sync::Arc::new(verifier(&issuer));
     let tasks: Vec<_> = (0..20)
         .map(|i| {
-            let (verifier, token) = (
-                verifier.clone(),
-                token_with_kid(&issuer, &format!("kid-{i}")),
-            );
+            let (verifier, token) = (verifier.clone(), token_with_kid(&issuer, &format!("kid-{i}")));
             tokio::spawn(async move { verifier.verify(&token).await.is_err() })
         })
         .collect();
@@ -118,16 +88,10 @@ async fn concurrent_unknown_kids_cause_one_refresh() {
 async fn picks_up_a_rotated_key_without_restart() {
     let issuer = start_issuer().await;
     let verifier = verifier(&issuer);
-    verifier
-        .verify(&github_token(&issuer, |_| {}))
-        .await
-        .expect("old key");
+    verifier.verify(&github_token(&issuer, |_| {})).await.expect("old key");
     issuer.rotate(SigningKey::generate_rs256().unwrap(), true);
     tokio::time::sleep(TEST_COOLDOWN + Duration::from_millis(100)).await;
-    verifier
-        .verify(&github_token(&issuer, |_| {}))
-        .await
-        .expect("the rotated key is fetched and trusted");
+    verifier.verify(&github_token(&issuer, |_| {})).await.expect("the rotated key is fetched and trusted");
     assert_eq!(issuer.jwks_fetches(), 2);
 }
 
@@ -144,24 +108,13 @@ async fn rejects_malformed_tokens_without_fetching_keys() {
         "a.b.c".into(),
         "not a jwt".into(),
         format!("{header}.{claims}.sig"),
-        format!(
-            "{}.{claims}.sig",
-            URL_SAFE_NO_PAD.encode("{\"alg\":\"RS256\"}")
-        ),
-        format!(
-            "{}.{}.",
-            URL_SAFE_NO_PAD.encode("{}"),
-            URL_SAFE_NO_PAD.encode("[]")
-        ),
+        format!("{}.{claims}.sig", URL_SAFE_NO_PAD.encode("{\"alg\":\"RS256\"}")),
+        format!("{}.{}.", URL_SAFE_NO_PAD.encode("{}"), URL_SAFE_NO_PAD.encode("[]")),
         "é.🐙.ü".into(),
     ];
     for token in &cases {
         let result = verifier.verify(token).await;
-        assert!(
-            matches!(result, Err(Error::Malformed(_))),
-            "{:.40}: {result:?}",
-            token
-        );
+        assert!(matches!(result, Err(Error::Malformed(_))), "{:.40}: {result:?}", token);
     }
     assert_eq!(issuer.jwks_fetches(), 0);
 }

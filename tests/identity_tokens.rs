@@ -52,10 +52,7 @@ fn assert_invalid(result: Result<ci_creds::job::Job, Error>, what: &str) {
 #[tokio::test]
 async fn accepts_github_fixture_and_maps_its_claims() {
     let (issuer, verifier) = github().await;
-    let job = verifier
-        .verify(&github_token(&issuer, |_| {}))
-        .await
-        .expect("valid token");
+    let job = verifier.verify(&github_token(&issuer, |_| {})).await.expect("valid token");
     assert_eq!(job.issuer, "github");
     assert_eq!(job.job_id, "289782451");
     assert_eq!(job.repository, "octo-org/octo-repo");
@@ -65,11 +62,7 @@ async fn accepts_github_fixture_and_maps_its_claims() {
     assert_eq!(job.event.as_deref(), Some("workflow_dispatch"));
     assert_eq!(job.environment.as_deref(), Some("prod"));
     assert_eq!(job.runner_environment.as_deref(), Some("github-hosted"));
-    assert!(
-        job.token_id.starts_with("jti:"),
-        "identified by its jti: {}",
-        job.token_id
-    );
+    assert!(job.token_id.starts_with("jti:"), "identified by its jti: {}", job.token_id);
     assert_eq!(job.dangerous_trigger, None);
 }
 
@@ -78,19 +71,14 @@ async fn flags_pull_request_target_as_dangerous() {
     let (issuer, verifier) = github().await;
     let token = github_token(&issuer, |c| c["event_name"] = json!("pull_request_target"));
     let job = verifier.verify(&token).await.unwrap();
-    assert_eq!(
-        job.dangerous_trigger,
-        Some(DangerousTrigger::Event("pull_request_target".into()))
-    );
+    assert_eq!(job.dangerous_trigger, Some(DangerousTrigger::Event("pull_request_target".into())));
 }
 
 #[tokio::test]
 async fn maps_gitlab_fixture_onto_the_project_the_job_runs_in() {
     let issuer = start_issuer().await;
     let verifier = verifier_for(&issuer, CiKind::Gitlab, vec![Algorithm::RS256]);
-    let token = issuer
-        .sign(&claims_for(&issuer, "gitlab-token-claims.json", |_| {}))
-        .unwrap();
+    let token = issuer.sign(&claims_for(&issuer, "gitlab-token-claims.json", |_| {})).unwrap();
     let job = verifier.verify(&token).await.expect("valid token");
     assert_eq!(job.job_id, "302");
     assert_eq!(job.repository, "my-group/my-project");
@@ -101,67 +89,40 @@ async fn maps_gitlab_fixture_onto_the_project_the_job_runs_in() {
     assert_eq!(job.dangerous_trigger, None);
 
     let fork = issuer
-        .sign(&claims_for(&issuer, "gitlab-token-claims.json", |c| {
-            c["project_path"] = json!("fork-owner/my-project")
-        }))
+        .sign(&claims_for(&issuer, "gitlab-token-claims.json", |c| c["project_path"] = json!("fork-owner/my-project")))
         .unwrap();
     let job = verifier.verify(&fork).await.unwrap();
     assert_eq!(job.repository, "my-group/my-project");
-    assert!(matches!(
-        job.dangerous_trigger,
-        Some(DangerousTrigger::ForeignProject { .. })
-    ));
+    assert!(matches!(job.dangerous_trigger, Some(DangerousTrigger::ForeignProject { .. })));
 }
 
 #[tokio::test]
 async fn identifies_a_buildkite_token_without_jti_by_its_sha256() {
     let issuer = start_issuer().await;
     let verifier = verifier_for(&issuer, CiKind::Buildkite, vec![Algorithm::RS256]);
-    let token = issuer
-        .sign(&claims_for(&issuer, "buildkite-token-claims.json", |_| {}))
-        .unwrap();
+    let token = issuer.sign(&claims_for(&issuer, "buildkite-token-claims.json", |_| {})).unwrap();
     let job = verifier.verify(&token).await.expect("valid token");
     assert_eq!(job.job_id, "0184990a-477b-4fa8-9968-496074483cee");
     assert_eq!(job.repository, "acme-inc/super-duper-app");
     assert_eq!(job.git_ref.as_deref(), Some("refs/heads/main"));
-    assert_eq!(
-        job.token_id,
-        format!("sha256:{}", ci_creds::identity::token_sha256(&token))
-    );
+    assert_eq!(job.token_id, format!("sha256:{}", ci_creds::identity::token_sha256(&token)));
 }
 
 #[tokio::test]
 async fn rejects_unknown_issuer_without_any_request() {
     let (pinned, verifier) = github().await;
     let stranger = start_issuer().await;
-    let token = stranger
-        .sign(&claims_for(&stranger, "github-token-claims.json", |_| {}))
-        .unwrap();
-    assert!(matches!(
-        verifier.verify(&token).await,
-        Err(Error::UnknownIssuer)
-    ));
-    assert_eq!(
-        stranger.discovery_fetches() + stranger.jwks_fetches(),
-        0,
-        "nothing fetched from the token's issuer"
-    );
-    assert_eq!(
-        pinned.discovery_fetches() + pinned.jwks_fetches(),
-        0,
-        "nothing fetched at all"
-    );
+    let token = stranger.sign(&claims_for(&stranger, "github-token-claims.json", |_| {})).unwrap();
+    assert!(matches!(verifier.verify(&token).await, Err(Error::UnknownIssuer)));
+    assert_eq!(stranger.discovery_fetches() + stranger.jwks_fetches(), 0, "nothing fetched from the token's issuer");
+    assert_eq!(pinned.discovery_fetches() + pinned.jwks_fetches(), 0, "nothing fetched at all");
 }
 
 #[tokio::test]
 async fn rejects_alg_none() {
     let (issuer, verifier) = github().await;
     let claims = claims_for(&issuer, "github-token-claims.json", |_| {});
-    let token = unsigned(
-        &json!({"alg": "none", "typ": "JWT", "kid": issuer.current_key().kid}),
-        &claims,
-        "",
-    );
+    let token = unsigned(&json!({"alg": "none", "typ": "JWT", "kid": issuer.current_key().kid}), &claims, "");
     assert_invalid(verifier.verify(&token).await, "alg none");
 }
 
@@ -173,40 +134,20 @@ async fn rejects_hs256_signed_with_the_public_key() {
     let mut header = Header::new(Algorithm::HS256);
     header.kid = Some(key.kid.clone());
     let claims = claims_for(&issuer, "github-token-claims.json", |_| {});
-    let token = jsonwebtoken::encode(
-        &header,
-        &claims,
-        &EncodingKey::from_secret(&public).unwrap(),
-    )
-    .unwrap();
-    assert!(matches!(
-        verifier.verify(&token).await,
-        Err(Error::AlgorithmNotAllowed(_))
-    ));
+    let token = jsonwebtoken::encode(&header, &claims, &EncodingKey::from_secret(&public).unwrap()).unwrap();
+    assert!(matches!(verifier.verify(&token).await, Err(Error::AlgorithmNotAllowed(_))));
 }
 
 #[tokio::test]
 async fn rejects_an_alg_that_does_not_fit_the_key() {
     let issuer = start_issuer().await;
-    let verifier = verifier_for(
-        &issuer,
-        CiKind::Github,
-        vec![Algorithm::RS256, Algorithm::ES256],
-    );
+    let verifier = verifier_for(&issuer, CiKind::Github, vec![Algorithm::RS256, Algorithm::ES256]);
     let rsa_kid = issuer.current_key().kid.clone();
     let ec = SigningKey::generate_es256().unwrap();
     let mut header = Header::new(Algorithm::ES256);
     header.kid = Some(rsa_kid);
-    let token = ec
-        .sign_with_header(
-            &header,
-            &claims_for(&issuer, "github-token-claims.json", |_| {}),
-        )
-        .unwrap();
-    assert!(matches!(
-        verifier.verify(&token).await,
-        Err(Error::AlgorithmKeyMismatch { .. })
-    ));
+    let token = ec.sign_with_header(&header, &claims_for(&issuer, "github-token-claims.json", |_| {})).unwrap();
+    assert!(matches!(verifier.verify(&token).await, Err(Error::AlgorithmKeyMismatch { .. })));
 }
 
 #[tokio::test]
@@ -215,19 +156,9 @@ async fn accepts_es256_only_when_configured() {
     issuer.rotate(SigningKey::generate_es256().unwrap(), false);
     let token = github_token(&issuer, |_| {});
     let rs_only = verifier_for(&issuer, CiKind::Github, vec![Algorithm::RS256]);
-    assert!(matches!(
-        rs_only.verify(&token).await,
-        Err(Error::AlgorithmNotAllowed(_))
-    ));
-    let with_es = verifier_for(
-        &issuer,
-        CiKind::Github,
-        vec![Algorithm::RS256, Algorithm::ES256],
-    );
-    with_es
-        .verify(&token)
-        .await
-        .expect("ES256 allowed by config");
+    assert!(matches!(rs_only.verify(&token).await, Err(Error::AlgorithmNotAllowed(_))));
+    let with_es = verifier_for(&issuer, CiKind::Github, vec![Algorithm::RS256, Algorithm::ES256]);
+    with_es.verify(&token).await.expect("ES256 allowed by config");
 }
 
 #[tokio::test]
@@ -236,16 +167,8 @@ async fn rejects_a_bad_signature() {
     let forger = SigningKey::generate_rs256().unwrap();
     let mut header = Header::new(Algorithm::RS256);
     header.kid = Some(issuer.current_key().kid.clone());
-    let token = forger
-        .sign_with_header(
-            &header,
-            &claims_for(&issuer, "github-token-claims.json", |_| {}),
-        )
-        .unwrap();
-    assert!(matches!(
-        verifier.verify(&token).await,
-        Err(Error::Invalid(_))
-    ));
+    let token = forger.sign_with_header(&header, &claims_for(&issuer, "github-token-claims.json", |_| {})).unwrap();
+    assert!(matches!(verifier.verify(&token).await, Err(Error::Invalid(_))));
 }
 
 #[tokio::test]
@@ -255,12 +178,6 @@ async fn rejects_a_symmetric_key_from_the_jwks() {
     // The dev issuer publishes an `oct` key with kid "symmetric" (secret "secret").
     let mut header = Header::new(Algorithm::RS256);
     header.kid = Some("symmetric".into());
-    let token = issuer
-        .current_key()
-        .sign_with_header(&header, &claims)
-        .unwrap();
-    assert!(matches!(
-        verifier.verify(&token).await,
-        Err(Error::UnknownKey)
-    ));
+    let token = issuer.current_key().sign_with_header(&header, &claims).unwrap();
+    assert!(matches!(verifier.verify(&token).await, Err(Error::UnknownKey)));
 }

@@ -1,7 +1,7 @@
 //! The SQLite store: replay records and lease transitions, on a real database file.
 
 use ci_creds::backends::RevokeHandle;
-use ci_creds::store::{LeaseState, NewLease, Store};
+use ci_creds::store::{EndOutcome, LeaseBegun, LeaseState, NewLease, Store, now};
 
 async fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
@@ -13,101 +13,115 @@ async fn store() -> (tempfile::TempDir, Store) {
 #[tokio::test]
 async fn accepts_a_token_once_until_it_is_pruned_after_expiry() {
     let (_dir, store) = store().await;
-    assert!(
-        store
-            .record_exchange("github", "jti:a", 1_000)
-            .await
-            .unwrap()
-    );
-    assert!(
-        !store
-            .record_exchange("github", "jti:a", 1_000)
-            .await
-            .unwrap(),
-        "a replay"
-    );
-    assert!(
-        store
-            .record_exchange("gitlab", "jti:a", 1_000)
-            .await
-            .unwrap(),
-        "another issuer's jti is another token"
-    );
-    assert!(
-        store
-            .record_exchange("github", "jti:b", 5_000)
-            .await
-            .unwrap()
-    );
+    assert!(store.record_exchange("github", "jti:a", 1_000).await.unwrap());
+    assert!(!store.record_exchange("github", "jti:a", 1_000).await.unwrap(), "a replay");
+    assert!(store.record_exchange("gitlab", "jti:a", 1_000).await.unwrap(), "another issuer's jti is another token");
+    assert!(store.record_exchange("github", "jti:b", 5_000).await.unwrap());
 
     assert_eq!(store.prune_exchanged_tokens(2_000).await.unwrap(), 2);
-    assert!(
-        !store
-            .record_exchange("github", "jti:b", 5_000)
-            .await
-            .unwrap(),
-        "not yet expired: still remembered"
-    );
+    assert!(!store.record_exchange("github", "jti:b", 5_000).await.unwrap(), "not yet expired: still remembered");
 }
 
 #[tokio::test]
 async fn keeps_replay_records_across_reopening() {
     let (dir, store) = store().await;
-    assert!(
-        store
-            .record_exchange("github", "jti:a", i64::MAX)
-            .await
-            .unwrap()
-    );
+    assert!(store.record_exchange("github", "jti:a", i64::MAX).await.unwrap());
     drop(store);
     let url = format!("sqlite://{}", dir.path().join("store.db").display());
     let reopened = Store::connect(&url).await.unwrap();
-    assert!(
-        !reopened
-            .record_exchange("github", "jti:a", i64::MAX)
-            .await
-            .unwrap()
-    );
+    assert!(!reopened.record_exchange("github", "jti:a", i64::MAX).await.unwrap());
+}
+
+fn lease<'a>(id: &'a str, job_id: &'a str, expires_at: i64) -> NewLease<'a> {
+    NewLease {
+        id,
+        issuer: "github",
+        job_id,
+        repository: "octo-org/octo-repo",
+        role: "deploy",
+        backend: "vault",
+        expires_at,
+        job_keep_until: expires_at + 3600,
+    }
+}
+
+fn handle(accessor: &str) -> RevokeHandle {
+    RevokeHandle::Vault { accessor: accessor.into() }
 }
 
 #[tokio::test]
-async fn activates_only_a_pending_lease() {
+async fn moves_a_lease_from_pending_to_active_to_revoking_to_revoked() {
     let (_dir, store) = store().await;
-    let lease = NewLease {
-        id: "l1",
-        issuer: "github",
-        job_id: "42",
-        role: "deploy",
-        backend: "vault",
-        expires_at: 9_999,
-    };
-    store.begin_lease(&lease).await.unwrap();
+    let far = now() + 3600;
+    assert_eq!(store.begin_lease(&lease("l1", "42", far)).await.unwrap(), LeaseBegun::Begun);
     let leases = store.leases_of_job("github", "42").await.unwrap();
-    assert_eq!(
-        (leases.len(), leases[0].state, leases[0].handle.clone()),
-        (1, LeaseState::Pending, None)
-    );
+    assert_eq!((leases.len(), leases[0].state, leases[0].handle.clone()), (1, LeaseState::Pending, None));
 
-    let handle = RevokeHandle::Vault {
-        accessor: "acc".into(),
-    };
-    assert!(store.activate_lease("l1", &handle).await.unwrap());
-    assert!(
-        !store.activate_lease("l1", &handle).await.unwrap(),
-        "already active"
-    );
+    assert_eq!(store.activate_lease("l1", &handle("acc")).await.unwrap(), LeaseState::Active);
+    assert_eq!(store.end_job("github", "42", "self", None, far).await.unwrap(), EndOutcome::Ended { revoking: 1 });
+    let claimed = store.claim_revocations(10, 60_000).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!((claimed[0].state, claimed[0].handle.clone()), (LeaseState::Revoking, Some(handle("acc"))));
+    assert!(store.claim_revocations(10, 60_000).await.unwrap().is_empty(), "a claimed task is not claimed twice");
+
+    store.retry_revocation("l1", "vault is down", 0).await.unwrap();
+    let retried = store.claim_revocations(10, 60_000).await.unwrap();
+    assert_eq!((retried.len(), retried[0].attempts, retried[0].last_error.as_deref()), (1, 1, Some("vault is down")));
+    store.confirm_revocation("l1").await.unwrap();
     let leases = store.leases_of_job("github", "42").await.unwrap();
-    assert_eq!(
-        (leases[0].state, leases[0].handle.clone()),
-        (LeaseState::Active, Some(handle.clone()))
-    );
+    assert_eq!((leases[0].state, leases[0].attempts, leases[0].last_error.clone()), (LeaseState::Revoked, 2, None));
+}
 
-    store
-        .set_lease_state("l1", LeaseState::Revoking)
-        .await
-        .unwrap();
-    assert!(
-        !store.activate_lease("l1", &handle).await.unwrap(),
-        "a lease being revoked never becomes active again"
+#[tokio::test]
+async fn refuses_new_leases_for_an_ended_job_even_one_never_seen() {
+    let (_dir, store) = store().await;
+    let far = now() + 3600;
+    assert_eq!(
+        store.end_job("github", "7", "webhook:github", None, far).await.unwrap(),
+        EndOutcome::Ended { revoking: 0 }
     );
+    assert_eq!(store.begin_lease(&lease("l1", "7", far)).await.unwrap(), LeaseBegun::JobEnded);
+    assert!(store.leases_of_job("github", "7").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn keeps_the_handle_of_a_credential_minted_while_its_job_ended() {
+    let (_dir, store) = store().await;
+    let far = now() + 3600;
+    store.begin_lease(&lease("l1", "42", far)).await.unwrap();
+    store.end_job("github", "42", "self", None, far).await.unwrap();
+    assert!(store.claim_revocations(10, 60_000).await.unwrap().is_empty(), "no handle yet: nothing to revoke");
+    assert_eq!(store.activate_lease("l1", &handle("acc")).await.unwrap(), LeaseState::Revoking);
+    assert_eq!(store.claim_revocations(10, 60_000).await.unwrap().len(), 1, "now the queue can revoke it");
+}
+
+#[tokio::test]
+async fn applies_a_webhook_delivery_once() {
+    let (_dir, store) = store().await;
+    let delivery = Some(("github", "delivery-1"));
+    let far = now() + 3600;
+    assert!(matches!(
+        store.end_job("github", "42", "webhook:github", delivery, far).await.unwrap(),
+        EndOutcome::Ended { .. }
+    ));
+    assert_eq!(store.end_job("github", "42", "webhook:github", delivery, far).await.unwrap(), EndOutcome::Duplicate);
+}
+
+#[tokio::test]
+async fn expires_and_prunes_what_has_run_out() {
+    let (_dir, store) = store().await;
+    let now = now();
+    store.begin_lease(&lease("old", "1", now - 10)).await.unwrap();
+    store.activate_lease("old", &handle("a")).await.unwrap();
+    store.begin_lease(&lease("new", "2", now + 3600)).await.unwrap();
+    store.activate_lease("new", &handle("b")).await.unwrap();
+
+    assert_eq!(store.expire_leases(now, 30).await.unwrap(), 1);
+    let states = |leases: Vec<ci_creds::store::Lease>| leases.into_iter().map(|l| l.state).collect::<Vec<_>>();
+    assert_eq!(states(store.leases_of_job("github", "1").await.unwrap()), [LeaseState::Expired]);
+    assert_eq!(states(store.leases_of_job("github", "2").await.unwrap()), [LeaseState::Active]);
+
+    assert_eq!(store.prune_leases(now + 1).await.unwrap(), 1, "the expired lease is forgotten after retention");
+    assert_eq!(store.prune_jobs(now + 10_000, now).await.unwrap(), 1, "job 1 has no lease left and is past keep_until");
+    assert_eq!(store.jobs(10).await.unwrap().len(), 1, "job 2 still holds a lease");
 }

@@ -17,8 +17,7 @@ pub async fn read_limited(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     let mut body = body;
     let mut collected = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame
-            .map_err(|_| ApiError::InvalidRequest("the request body could not be read".into()))?;
+        let frame = frame.map_err(|_| ApiError::InvalidRequest("the request body could not be read".into()))?;
         let Ok(data) = frame.into_data() else {
             continue;
         };

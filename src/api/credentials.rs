@@ -68,28 +68,20 @@ pub async fn create(
     body: Body,
 ) -> Result<Json<CredentialsResponse>, ApiError> {
     let body = read_limited(body, MAX_BODY_BYTES).await?;
-    let request: CredentialsRequest = serde_json::from_slice(&body).map_err(|e| {
-        ApiError::InvalidRequest(format!(
-            "the body must be JSON like {{\"roles\": [\"name\"]}}: {e}"
-        ))
-    })?;
+    let request: CredentialsRequest = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::InvalidRequest(format!("the body must be JSON like {{\"roles\": [\"name\"]}}: {e}")))?;
     let token = bearer_token(&headers)?;
     let exchanged = broker
         .exchange(
             token.expose_secret(),
-            ExchangeRequest {
-                roles: request.roles,
-                ttl: request.ttl_seconds.map(Duration::from_secs),
-            },
+            ExchangeRequest { roles: request.roles, ttl: request.ttl_seconds.map(Duration::from_secs) },
         )
         .await?;
     Ok(Json(response(exchanged)))
 }
 
-fn bearer_token(headers: &HeaderMap) -> Result<SecretString, ApiError> {
-    let value = headers
-        .get(header::AUTHORIZATION)
-        .ok_or(ApiError::MissingToken)?;
+pub(super) fn bearer_token(headers: &HeaderMap) -> Result<SecretString, ApiError> {
+    let value = headers.get(header::AUTHORIZATION).ok_or(ApiError::MissingToken)?;
     let value = value.to_str().map_err(|_| ApiError::MissingToken)?;
     let (scheme, token) = value.split_once(' ').ok_or(ApiError::MissingToken)?;
     if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
@@ -105,18 +97,9 @@ fn response(exchanged: Exchanged) -> CredentialsResponse {
         .into_iter()
         .map(|issued| {
             let (backend, vault) = match issued.credential {
-                Credential::Vault {
-                    address,
-                    token,
-                    accessor,
-                } => (
-                    "vault",
-                    Some(VaultCredential {
-                        address,
-                        token,
-                        accessor,
-                    }),
-                ),
+                Credential::Vault { address, token, accessor } => {
+                    ("vault", Some(VaultCredential { address, token, accessor }))
+                }
             };
             CredentialBody {
                 role: issued.role,
@@ -128,12 +111,7 @@ fn response(exchanged: Exchanged) -> CredentialsResponse {
         })
         .collect();
     CredentialsResponse {
-        job: JobSummary {
-            issuer: job.issuer,
-            job_id: job.job_id,
-            repository: job.repository,
-            git_ref: job.git_ref,
-        },
+        job: JobSummary { issuer: job.issuer, job_id: job.job_id, repository: job.repository, git_ref: job.git_ref },
         credentials,
     }
 }

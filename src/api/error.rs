@@ -35,8 +35,7 @@ pub struct ErrorBody {
 
 impl ErrorBody {
     pub fn render(&self, request_id: &str) -> Value {
-        let mut body =
-            json!({ "error": self.code, "message": self.message, "request_id": request_id });
+        let mut body = json!({ "error": self.code, "message": self.message, "request_id": request_id });
         if let Some(denied) = &self.denied {
             body["denied"] = json!(denied);
         }
@@ -56,15 +55,16 @@ impl ApiError {
             Self::NotReady(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
             Self::Lifecycle(error) => match error {
                 L::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
-                L::Identity(identity::Error::UnknownIssuer) => {
-                    (StatusCode::UNAUTHORIZED, "unknown_issuer")
-                }
+                L::Identity(identity::Error::UnknownIssuer) => (StatusCode::UNAUTHORIZED, "unknown_issuer"),
                 L::Identity(identity::Error::KeysUnavailable { .. }) => {
                     (StatusCode::SERVICE_UNAVAILABLE, "issuer_unavailable")
                 }
                 L::Identity(_) => (StatusCode::UNAUTHORIZED, "invalid_token"),
                 L::Denied(_) => (StatusCode::FORBIDDEN, "access_denied"),
                 L::Replayed => (StatusCode::CONFLICT, "token_replayed"),
+                L::JobEnded => (StatusCode::CONFLICT, "job_ended"),
+                L::InvalidSignature => (StatusCode::UNAUTHORIZED, "invalid_signature"),
+                L::WebhookNotConfigured(_) => (StatusCode::NOT_FOUND, "not_found"),
                 L::Backend(_) => (StatusCode::SERVICE_UNAVAILABLE, "backend_unavailable"),
                 L::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
             },
@@ -74,13 +74,8 @@ impl ApiError {
     fn message(&self) -> String {
         match self {
             Self::InvalidRequest(message) => message.clone(),
-            Self::PayloadTooLarge => format!(
-                "the request body is larger than {} bytes",
-                super::MAX_BODY_BYTES
-            ),
-            Self::MissingToken => {
-                "send the CI job's OIDC token as `Authorization: Bearer <token>`".into()
-            }
+            Self::PayloadTooLarge => format!("the request body is larger than {} bytes", super::MAX_BODY_BYTES),
+            Self::MissingToken => "send the CI job's OIDC token as `Authorization: Bearer <token>`".into(),
             Self::NotFound => "no such endpoint".into(),
             Self::MethodNotAllowed => "this endpoint does not accept that method".into(),
             Self::NotReady(reason) => reason.clone(),
@@ -88,9 +83,7 @@ impl ApiError {
             Self::Lifecycle(lifecycle::Error::Backend(_)) => {
                 "the credential backend is unavailable; retry later".into()
             }
-            Self::Lifecycle(lifecycle::Error::Store(_)) => {
-                "the broker's store is unavailable; retry later".into()
-            }
+            Self::Lifecycle(lifecycle::Error::Store(_)) => "the broker's store is unavailable; retry later".into(),
             Self::Lifecycle(error) => error.to_string(),
         }
     }
@@ -106,16 +99,10 @@ impl IntoResponse for ApiError {
             Self::Lifecycle(lifecycle::Error::Denied(denials)) => Some(denials.clone()),
             _ => None,
         };
-        let body = ErrorBody {
-            code,
-            message: self.message(),
-            denied,
-        };
+        let body = ErrorBody { code, message: self.message(), denied };
         let mut response = status.into_response();
         if status == StatusCode::UNAUTHORIZED {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response.extensions_mut().insert(body);
         response

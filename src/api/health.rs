@@ -7,7 +7,6 @@ use axum::extract::State;
 use serde_json::{Value, json};
 
 use super::ApiError;
-use crate::backends::Backend;
 use crate::lifecycle::Broker;
 
 pub async fn live() -> Json<Value> {
@@ -16,16 +15,7 @@ pub async fn live() -> Json<Value> {
 
 /// Ready only when the store and every configured backend answer.
 pub async fn ready(State(broker): State<Arc<Broker>>) -> Result<Json<Value>, ApiError> {
-    broker
-        .store
-        .ping()
-        .await
-        .map_err(|e| ApiError::NotReady(format!("store: {e}")))?;
-    if let Some(vault) = &broker.vault {
-        vault
-            .check()
-            .await
-            .map_err(|e| ApiError::NotReady(format!("vault: {e}")))?;
-    }
+    broker.store.ping().await.map_err(|e| ApiError::NotReady(format!("store: {e}")))?;
+    broker.backends.check().await.map_err(|e| ApiError::NotReady(e.to_string()))?;
     Ok(Json(json!({ "status": "ready" })))
 }

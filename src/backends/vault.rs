@@ -22,6 +22,13 @@ pub struct VaultConfig {
     /// The env var holding the broker's own Vault token.
     #[serde(default = "default_token_env")]
     pub token_env: String,
+    /// How long one Vault call may take before it counts as failed.
+    #[serde(default = "default_timeout_seconds")]
+    pub timeout_seconds: u64,
+}
+
+fn default_timeout_seconds() -> u64 {
+    10
 }
 
 fn default_token_env() -> String {
@@ -32,10 +39,7 @@ impl VaultConfig {
     pub fn token(&self) -> Result<SecretString, String> {
         match std::env::var(&self.token_env) {
             Ok(token) if !token.is_empty() => Ok(SecretString::from(token)),
-            _ => Err(format!(
-                "the environment variable {} is not set",
-                self.token_env
-            )),
+            _ => Err(format!("the environment variable {} is not set", self.token_env)),
         }
     }
 }
@@ -48,25 +52,15 @@ pub struct VaultBackend {
 
 impl VaultBackend {
     pub fn new(config: &VaultConfig, http: HttpClient) -> Result<Self, Error> {
-        let token = config.token().map_err(|reason| Error::Refused {
-            backend: NAME,
-            reason,
-        })?;
+        let token = config.token().map_err(|reason| Error::Refused { backend: NAME, reason })?;
         let settings = VaultClientSettingsBuilder::default()
             .address(&config.address)
             .token(token.expose_secret())
-            .timeout(Some(std::time::Duration::from_secs(10)))
+            .timeout(Some(std::time::Duration::from_secs(config.timeout_seconds)))
             .build()
-            .map_err(|e| Error::Refused {
-                backend: NAME,
-                reason: e.to_string(),
-            })?;
+            .map_err(|e| Error::Refused { backend: NAME, reason: e.to_string() })?;
         let client = VaultClient::new(settings).map_err(classify)?;
-        Ok(Self {
-            address: config.address.trim_end_matches('/').to_owned(),
-            client,
-            http,
-        })
+        Ok(Self { address: config.address.trim_end_matches('/').to_owned(), client, http })
     }
 }
 
@@ -94,18 +88,14 @@ impl Backend for VaultBackend {
             .renewable(false)
             .display_name(format!("ci-creds-{}", request.role))
             .meta(meta);
-        let auth = vaultrs::token::new(&self.client, Some(&mut options))
-            .await
-            .map_err(classify)?;
+        let auth = vaultrs::token::new(&self.client, Some(&mut options)).await.map_err(classify)?;
         Ok(Minted {
             credential: Credential::Vault {
                 address: self.address.clone(),
                 token: SecretString::from(auth.client_token),
                 accessor: auth.accessor.clone(),
             },
-            handle: RevokeHandle::Vault {
-                accessor: auth.accessor,
-            },
+            handle: RevokeHandle::Vault { accessor: auth.accessor },
         })
     }
 
@@ -123,13 +113,7 @@ impl Backend for VaultBackend {
         // Read directly: vaultrs's health type requires fields OpenBao does not send. A sealed or
         // standby server answers non-2xx here.
         let url = format!("{}/v1/sys/health", self.address);
-        self.http
-            .get_ok(&url)
-            .await
-            .map_err(|reason| Error::Unavailable {
-                backend: NAME,
-                reason,
-            })
+        self.http.get_ok(&url).await.map_err(|reason| Error::Unavailable { backend: NAME, reason })
     }
 }
 
@@ -137,21 +121,15 @@ impl Backend for VaultBackend {
 /// Only status codes and Vault's error strings are kept: they carry no token.
 fn classify(error: ClientError) -> Error {
     match error {
-        ClientError::APIError { code, errors } if (400..500).contains(&code) => Error::Refused {
-            backend: NAME,
-            reason: format!("HTTP {code}: {}", errors.join("; ")),
-        },
-        ClientError::APIError { code, errors } => Error::Unavailable {
-            backend: NAME,
-            reason: format!("HTTP {code}: {}", errors.join("; ")),
-        },
-        ClientError::RestClientError { .. } => Error::Unavailable {
-            backend: NAME,
-            reason: "cannot reach Vault".into(),
-        },
-        other => Error::Unavailable {
-            backend: NAME,
-            reason: other.to_string(),
-        },
+        ClientError::APIError { code, errors } if (400..500).contains(&code) => {
+            Error::Refused { backend: NAME, reason: format!("HTTP {code}: {}", errors.join("; ")) }
+        }
+        ClientError::APIError { code, errors } => {
+            Error::Unavailable { backend: NAME, reason: format!("HTTP {code}: {}", errors.join("; ")) }
+        }
+        ClientError::RestClientError { .. } => {
+            Error::Unavailable { backend: NAME, reason: "cannot reach Vault".into() }
+        }
+        other => Error::Unavailable { backend: NAME, reason: other.to_string() },
     }
 }

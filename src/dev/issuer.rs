@@ -27,9 +27,7 @@ impl DevIssuer {
     /// Serves an issuer with `key` on `listen`, which must be a loopback address.
     pub async fn start(listen: SocketAddr, key: SigningKey) -> std::io::Result<Arc<Self>> {
         if !listen.ip().is_loopback() {
-            return Err(std::io::Error::other(
-                "the development issuer listens on loopback only",
-            ));
+            return Err(std::io::Error::other("the development issuer listens on loopback only"));
         }
         let listener = TcpListener::bind(listen).await?;
         let url = format!("http://{}", listener.local_addr()?);
@@ -53,10 +51,7 @@ impl DevIssuer {
     }
 
     pub fn current_key(&self) -> Arc<SigningKey> {
-        self.keys
-            .read()
-            .map(|keys| keys[0].clone())
-            .unwrap_or_else(|poisoned| poisoned.into_inner()[0].clone())
+        self.keys.read().map(|keys| keys[0].clone()).unwrap_or_else(|poisoned| poisoned.into_inner()[0].clone())
     }
 
     pub fn sign(&self, claims: &Value) -> Result<String, KeyError> {
@@ -65,10 +60,7 @@ impl DevIssuer {
 
     /// Publishes `key` and signs with it from now on; with `retire_old`, the old keys disappear.
     pub fn rotate(&self, key: SigningKey, retire_old: bool) {
-        let mut keys = self
-            .keys
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut keys = self.keys.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         if retire_old {
             keys.clear();
         }
@@ -84,10 +76,7 @@ impl DevIssuer {
     }
 
     fn jwks_document(&self) -> Value {
-        let keys = self
-            .keys
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let keys = self.keys.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         // A symmetric key in the set must be ignored by verifiers; publish one to prove it.
         let mut published: Vec<Value> = keys.iter().map(|key| key.jwk().clone()).collect();
         published.push(json!({ "kty": "oct", "kid": "symmetric", "k": "c2VjcmV0" }));

@@ -30,46 +30,28 @@ impl SigningKey {
 
     pub fn from_rsa_pkcs8_pem(pkcs8_pem: &str) -> Result<Self, KeyError> {
         let parsed = pem::parse(pkcs8_pem).map_err(|e| KeyError(e.to_string()))?;
-        let pair =
-            RsaKeyPair::from_pkcs8(parsed.contents()).map_err(|e| KeyError(e.to_string()))?;
+        let pair = RsaKeyPair::from_pkcs8(parsed.contents()).map_err(|e| KeyError(e.to_string()))?;
         let public = pair.public_key();
         let n = URL_SAFE_NO_PAD.encode(public.modulus().big_endian_without_leading_zero());
         let e = URL_SAFE_NO_PAD.encode(public.exponent().big_endian_without_leading_zero());
         let kid = key_id(n.as_bytes());
-        let encoding =
-            EncodingKey::from_rsa_pem(pkcs8_pem.as_bytes()).map_err(|e| KeyError(e.to_string()))?;
+        let encoding = EncodingKey::from_rsa_pem(pkcs8_pem.as_bytes()).map_err(|e| KeyError(e.to_string()))?;
         let jwk = json!({ "kty": "RSA", "use": "sig", "alg": "RS256", "kid": kid, "n": n, "e": e });
-        Ok(Self {
-            kid,
-            alg: Algorithm::RS256,
-            encoding,
-            jwk,
-            pkcs8_pem: pkcs8_pem.to_owned(),
-        })
+        Ok(Self { kid, alg: Algorithm::RS256, encoding, jwk, pkcs8_pem: pkcs8_pem.to_owned() })
     }
 
     pub fn generate_es256() -> Result<Self, KeyError> {
-        let pair = EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING)
-            .map_err(|e| KeyError(e.to_string()))?;
+        let pair = EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).map_err(|e| KeyError(e.to_string()))?;
         let pkcs8 = pair.to_pkcs8v1().map_err(|e| KeyError(e.to_string()))?;
         // An uncompressed P-256 point: 0x04, then x and y of 32 bytes each.
         let point = pair.public_key().as_ref();
-        let (x, y) = point
-            .get(1..33)
-            .zip(point.get(33..65))
-            .ok_or_else(|| KeyError("bad EC point".into()))?;
+        let (x, y) = point.get(1..33).zip(point.get(33..65)).ok_or_else(|| KeyError("bad EC point".into()))?;
         let x = URL_SAFE_NO_PAD.encode(x);
         let kid = key_id(x.as_bytes());
         let jwk = json!({ "kty": "EC", "use": "sig", "alg": "ES256", "crv": "P-256", "kid": kid, "x": x, "y": URL_SAFE_NO_PAD.encode(y) });
         let encoding = EncodingKey::from_ec_der(pkcs8.as_ref());
         let pkcs8_pem = pem::encode(&pem::Pem::new("PRIVATE KEY", pkcs8.as_ref()));
-        Ok(Self {
-            kid,
-            alg: Algorithm::ES256,
-            encoding,
-            jwk,
-            pkcs8_pem,
-        })
+        Ok(Self { kid, alg: Algorithm::ES256, encoding, jwk, pkcs8_pem })
     }
 
     /// The public half, as the issuer's JWKS lists it.

@@ -27,9 +27,7 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
     let organization = required(c.organization_slug, "organization_slug")?;
     let pipeline = required(c.pipeline_slug, "pipeline_slug")?;
     let (git_ref, ref_type) = match (c.build_branch, c.build_tag) {
-        (Some(branch), _) if !branch.is_empty() => {
-            (Some(format!("refs/heads/{branch}")), Some("branch"))
-        }
+        (Some(branch), _) if !branch.is_empty() => (Some(format!("refs/heads/{branch}")), Some("branch")),
         (_, Some(tag)) if !tag.is_empty() => (Some(format!("refs/tags/{tag}")), Some("tag")),
         _ => (None, None),
     };
@@ -43,10 +41,6 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
         event: c.build_source,
         runner_environment: c.runner_environment,
         runner_id: c.agent_id,
-        ..Job::new(
-            issuer,
-            required(c.job_id, "job_id")?,
-            format!("{organization}/{pipeline}"),
-        )
+        ..Job::new(issuer, required(c.job_id, "job_id")?, format!("{organization}/{pipeline}"))
     })
 }

@@ -37,9 +37,7 @@ pub fn string_bool(value: Option<&str>, claim: &'static str) -> Result<Option<bo
         None => Ok(None),
         Some("true") => Ok(Some(true)),
         Some("false") => Ok(Some(false)),
-        Some(_) => Err(Error::WrongClaimType(format!(
-            "`{claim}` must be \"true\" or \"false\""
-        ))),
+        Some(_) => Err(Error::WrongClaimType(format!("`{claim}` must be \"true\" or \"false\""))),
     }
 }
 

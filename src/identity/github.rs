@@ -52,10 +52,6 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
         job_workflow_ref: c.job_workflow_ref,
         runner_environment: c.runner_environment,
         dangerous_trigger,
-        ..Job::new(
-            issuer,
-            required(c.check_run_id, "check_run_id")?,
-            required(c.repository, "repository")?,
-        )
+        ..Job::new(issuer, required(c.check_run_id, "check_run_id")?, required(c.repository, "repository")?)
     })
 }

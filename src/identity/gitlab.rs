@@ -37,11 +37,7 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
         .project_path
         .filter(|source| *source != repository)
         .map(|project_path| DangerousTrigger::ForeignProject { project_path });
-    let git_ref = c.ref_path.or_else(|| {
-        c.git_ref
-            .as_deref()
-            .and_then(|name| full_ref(c.ref_type.as_deref(), name))
-    });
+    let git_ref = c.ref_path.or_else(|| c.git_ref.as_deref().and_then(|name| full_ref(c.ref_type.as_deref(), name)));
     Ok(Job {
         kind: Some(CiKind::Gitlab),
         run_id: c.pipeline_id,
@@ -52,10 +48,7 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
         ref_type: c.ref_type,
         ref_protected: string_bool(c.ref_protected.as_deref(), "ref_protected")?,
         environment: c.environment,
-        environment_protected: string_bool(
-            c.environment_protected.as_deref(),
-            "environment_protected",
-        )?,
+        environment_protected: string_bool(c.environment_protected.as_deref(), "environment_protected")?,
         event: c.pipeline_source,
         workflow_ref: c.ci_config_ref_uri,
         runner_environment: c.runner_environment,

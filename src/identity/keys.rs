@@ -57,10 +57,7 @@ impl VerifyingKey {
             ) | (KeyType::Ec(EcCurve::P256), Algorithm::ES256)
                 | (KeyType::Ec(EcCurve::P384), Algorithm::ES384)
         );
-        let fits_pin = self
-            .alg
-            .as_deref()
-            .is_none_or(|pinned| pinned == format!("{alg:?}"));
+        let fits_pin = self.alg.as_deref().is_none_or(|pinned| pinned == format!("{alg:?}"));
         if fits_family && fits_pin {
             Ok(())
         } else {
@@ -68,10 +65,7 @@ impl VerifyingKey {
                 KeyType::Rsa => "RSA",
                 KeyType::Ec(_) => "EC",
             };
-            Err(Error::AlgorithmKeyMismatch {
-                alg: format!("{alg:?}"),
-                kty,
-            })
+            Err(Error::AlgorithmKeyMismatch { alg: format!("{alg:?}"), kty })
         }
     }
 }
@@ -108,22 +102,10 @@ impl KeyStore {
     pub fn new(http: HttpClient, issuers: &[IssuerConfig]) -> Self {
         let gates = issuers
             .iter()
-            .map(|issuer| {
-                (
-                    issuer.issuer.clone(),
-                    RefreshGate {
-                        last_attempt: Mutex::new(None),
-                    },
-                )
-            })
+            .map(|issuer| (issuer.issuer.clone(), RefreshGate { last_attempt: Mutex::new(None) }))
             .collect();
         let cache = Cache::builder().time_to_live(MAX_KEY_AGE).build();
-        Self {
-            http,
-            cooldown: REFRESH_COOLDOWN,
-            cache,
-            gates,
-        }
+        Self { http, cooldown: REFRESH_COOLDOWN, cache, gates }
     }
 
     /// Shortens the cooldown, so tests can watch a refresh without waiting 30 s.
@@ -156,24 +138,16 @@ impl KeyStore {
         *last_attempt = Some(Instant::now());
         let keys = self.fetch(issuer).await.map_err(|reason| {
             tracing::warn!(issuer = %issuer.name, %reason, "fetching issuer keys failed");
-            Error::KeysUnavailable {
-                issuer: issuer.name.clone(),
-                reason,
-            }
+            Error::KeysUnavailable { issuer: issuer.name.clone(), reason }
         })?;
         tracing::info!(issuer = %issuer.name, keys = keys.keys.len(), "fetched issuer keys");
         let found = keys.keys.get(kid).cloned();
-        self.cache
-            .insert(issuer.issuer.clone(), Arc::new(keys))
-            .await;
+        self.cache.insert(issuer.issuer.clone(), Arc::new(keys)).await;
         found.ok_or(Error::UnknownKey)
     }
 
     async fn cached(&self, issuer: &str, kid: &str) -> Option<Arc<VerifyingKey>> {
-        self.cache
-            .get(issuer)
-            .await
-            .and_then(|set| set.keys.get(kid).cloned())
+        self.cache.get(issuer).await.and_then(|set| set.keys.get(kid).cloned())
     }
 
     async fn fetch(&self, issuer: &IssuerConfig) -> Result<KeySet, String> {
@@ -187,10 +161,7 @@ impl KeyStore {
     }
 
     async fn discover_jwks_url(&self, issuer: &IssuerConfig) -> Result<String, String> {
-        let url = format!(
-            "{}/.well-known/openid-configuration",
-            issuer.issuer.trim_end_matches('/')
-        );
+        let url = format!("{}/.well-known/openid-configuration", issuer.issuer.trim_end_matches('/'));
         let discovery: Discovery = self.http.get_json(&url, MAX_DOCUMENT_BYTES).await?;
         if discovery.issuer != issuer.issuer {
             return Err("the discovery document names another issuer".into());

@@ -33,15 +33,8 @@ struct UnverifiedIssuer {
 impl Verifier {
     pub fn new(audience: String, issuers: Vec<IssuerConfig>, http: HttpClient) -> Self {
         let keys = KeyStore::new(http, &issuers);
-        let issuers = issuers
-            .into_iter()
-            .map(|issuer| (issuer.issuer.clone(), issuer))
-            .collect();
-        Self {
-            audience,
-            issuers,
-            keys,
-        }
+        let issuers = issuers.into_iter().map(|issuer| (issuer.issuer.clone(), issuer)).collect();
+        Self { audience, issuers, keys }
     }
 
     /// See [`KeyStore::set_refresh_cooldown`].
@@ -52,33 +45,22 @@ impl Verifier {
 
     pub async fn verify(&self, token: &str) -> Result<Job, Error> {
         if token.len() > MAX_TOKEN_BYTES {
-            return Err(Error::Malformed(format!(
-                "longer than {MAX_TOKEN_BYTES} bytes"
-            )));
+            return Err(Error::Malformed(format!("longer than {MAX_TOKEN_BYTES} bytes")));
         }
-        let header =
-            jsonwebtoken::decode_header(token).map_err(|e| Error::Malformed(e.to_string()))?;
+        let header = jsonwebtoken::decode_header(token).map_err(|e| Error::Malformed(e.to_string()))?;
         // Only the issuer is read before verification, to pick the pinned issuer's keys; an
         // unknown issuer is refused here, before any network call.
-        let unverified: UnverifiedIssuer =
-            jsonwebtoken::dangerous::insecure_decode_claims(token)
-                .map_err(|_| Error::Malformed("the claims do not name an issuer".into()))?;
-        let issuer = self
-            .issuers
-            .get(&unverified.iss)
-            .ok_or(Error::UnknownIssuer)?;
+        let unverified: UnverifiedIssuer = jsonwebtoken::dangerous::insecure_decode_claims(token)
+            .map_err(|_| Error::Malformed("the claims do not name an issuer".into()))?;
+        let issuer = self.issuers.get(&unverified.iss).ok_or(Error::UnknownIssuer)?;
         if !issuer.algorithms.contains(&header.alg) {
             return Err(Error::AlgorithmNotAllowed(format!("{:?}", header.alg)));
         }
-        let kid = header
-            .kid
-            .as_deref()
-            .ok_or_else(|| Error::Malformed("the header has no kid".into()))?;
+        let kid = header.kid.as_deref().ok_or_else(|| Error::Malformed("the header has no kid".into()))?;
         let key = self.keys.key(issuer, kid).await?;
         key.check_fits(header.alg)?;
         let verified =
-            jsonwebtoken::decode::<Value>(token, &key.key, &self.validation(issuer, header.alg))
-                .map_err(invalid)?;
+            jsonwebtoken::decode::<Value>(token, &key.key, &self.validation(issuer, header.alg)).map_err(invalid)?;
         let claims = verified.claims;
         let registered: Registered = claims::decode(&claims)?;
         check_issued_at(registered.iat)?;
@@ -116,9 +98,7 @@ pub fn token_sha256(token: &str) -> String {
 fn check_issued_at(iat: Option<i64>) -> Result<(), Error> {
     let now = jsonwebtoken::get_current_timestamp();
     match iat {
-        Some(iat) if iat > (now + LEEWAY_SECONDS) as i64 => {
-            Err(Error::Invalid("issued in the future".into()))
-        }
+        Some(iat) if iat > (now + LEEWAY_SECONDS) as i64 => Err(Error::Invalid("issued in the future".into())),
         _ => Ok(()),
     }
 }
@@ -135,10 +115,7 @@ fn invalid(error: jsonwebtoken::errors::Error) -> Error {
             return Error::Invalid(format!("missing required claim `{claim}`"));
         }
         ErrorKind::InvalidClaimFormat(claim) => format!("claim `{claim}` has the wrong type"),
-        ErrorKind::Json(_)
-        | ErrorKind::Base64(_)
-        | ErrorKind::Utf8(_)
-        | ErrorKind::InvalidToken => {
+        ErrorKind::Json(_) | ErrorKind::Base64(_) | ErrorKind::Utf8(_) | ErrorKind::InvalidToken => {
             return Error::Malformed("the token does not decode".into());
         }
         _ => "verification failed".to_owned(),

@@ -1,17 +1,15 @@
-//! One exchange: verify the token, decide every requested role, refuse a replay, then mint each
-//! role's credential behind a lease written first. All roles are granted or none is.
+//! One exchange: verify the token, decide every requested role, refuse a replay or an ended
+//! job, then mint each role's credential behind a lease written first. All or nothing.
 
 use std::time::Duration;
 
 use time::OffsetDateTime;
 
-use super::Error;
-use crate::backends::vault::VaultBackend;
+use super::{Broker, Error};
 use crate::backends::{self, Backend, Credential, MintRequest, Minted, RevokeHandle};
-use crate::identity::Verifier;
 use crate::job::Job;
-use crate::policy::{BackendKind, Decision, PolicySet, Role};
-use crate::store::{LeaseState, NewLease, Store};
+use crate::policy::{BackendKind, Decision, Role};
+use crate::store::{LeaseBegun, LeaseState, NewLease};
 
 /// More roles than any job needs in one exchange; bounds the work one request can cause.
 pub const MAX_ROLES_PER_EXCHANGE: usize = 16;
@@ -28,7 +26,6 @@ pub struct IssuedCredential {
     pub lease_id: String,
     pub expires_at: OffsetDateTime,
     pub credential: Credential,
-    pub handle: RevokeHandle,
 }
 
 pub struct Exchanged {
@@ -36,20 +33,8 @@ pub struct Exchanged {
     pub credentials: Vec<IssuedCredential>,
 }
 
-/// Everything an exchange needs, shared by all requests.
-pub struct Broker {
-    pub verifier: Verifier,
-    pub policy: PolicySet,
-    pub store: Store,
-    pub vault: Option<VaultBackend>,
-}
-
 impl Broker {
-    pub async fn exchange(
-        &self,
-        token: &str,
-        request: ExchangeRequest,
-    ) -> Result<Exchanged, Error> {
+    pub async fn exchange(&self, token: &str, request: ExchangeRequest) -> Result<Exchanged, Error> {
         check_request(&request)?;
         let job = self.verifier.verify(token).await?;
         let roles = match self.policy.decide(&job, &request.roles) {
@@ -59,11 +44,7 @@ impl Broker {
                 return Err(Error::Denied(denials));
             }
         };
-        if !self
-            .store
-            .record_exchange(&job.issuer, &job.token_id, job.expires_at)
-            .await?
-        {
+        if !self.store.record_exchange(&job.issuer, &job.token_id, job.expires_at).await? {
             tracing::warn!(issuer = %job.issuer, job_id = %job.job_id, "token replayed");
             return Err(Error::Replayed);
         }
@@ -72,7 +53,7 @@ impl Broker {
             match self.mint(&job, role, request.ttl).await {
                 Ok(credential) => issued.push(credential),
                 Err(error) => {
-                    self.undo(&issued).await;
+                    self.take_back(&issued).await;
                     return Err(error);
                 }
             }
@@ -82,117 +63,76 @@ impl Broker {
             roles = ?issued.iter().map(|c| c.role.as_str()).collect::<Vec<_>>(),
             "credentials issued"
         );
-        Ok(Exchanged {
-            job,
-            credentials: issued,
-        })
+        Ok(Exchanged { job, credentials: issued })
     }
 
-    async fn mint(
-        &self,
-        job: &Job,
-        role: &Role,
-        ttl: Option<Duration>,
-    ) -> Result<IssuedCredential, Error> {
+    async fn mint(&self, job: &Job, role: &Role, ttl: Option<Duration>) -> Result<IssuedCredential, Error> {
         let ttl = ttl.map_or(role.max_ttl, |ttl| ttl.min(role.max_ttl));
         let expires_at = OffsetDateTime::now_utc() + ttl;
         let lease_id = uuid::Uuid::new_v4().to_string();
-        let backend_name = backend_name(role.backend);
-        self.store
+        let keep_until = expires_at.unix_timestamp().max(job.expires_at) + self.lifecycle.retention.as_secs() as i64;
+        let begun = self
+            .store
             .begin_lease(&NewLease {
                 id: &lease_id,
                 issuer: &job.issuer,
                 job_id: &job.job_id,
+                repository: &job.repository,
                 role: &role.name,
-                backend: backend_name,
+                backend: backend_name(role.backend),
                 expires_at: expires_at.unix_timestamp(),
+                job_keep_until: keep_until,
             })
             .await?;
+        if begun == LeaseBegun::JobEnded {
+            return Err(Error::JobEnded);
+        }
         let minted = match self.mint_with_backend(job, role, ttl).await {
             Ok(minted) => minted,
             Err(error) => {
                 tracing::warn!(role = %role.name, %error, "minting failed");
-                self.store
-                    .set_lease_state(&lease_id, LeaseState::Failed)
-                    .await?;
+                self.store.set_lease_state(&lease_id, LeaseState::Failed).await?;
                 return Err(error.into());
             }
         };
-        if let Err(error) = self.store.activate_lease(&lease_id, &minted.handle).await {
-            // The credential exists but its lease could not be recorded: take it back now.
-            self.revoke(&lease_id, &minted.handle).await;
-            return Err(error.into());
+        match self.store.activate_lease(&lease_id, &minted.handle).await {
+            Ok(LeaseState::Active) => {}
+            Ok(_) => {
+                // The job ended while this credential was minted; the queue now has its handle.
+                self.revocations.wake();
+                return Err(Error::JobEnded);
+            }
+            Err(error) => {
+                // The credential exists but its lease could not be recorded: take it back now.
+                self.revoke_unrecorded(&minted.handle).await;
+                return Err(error.into());
+            }
         }
-        Ok(IssuedCredential {
-            role: role.name.clone(),
-            lease_id,
-            expires_at,
-            credential: minted.credential,
-            handle: minted.handle,
-        })
+        Ok(IssuedCredential { role: role.name.clone(), lease_id, expires_at, credential: minted.credential })
     }
 
-    async fn mint_with_backend(
-        &self,
-        job: &Job,
-        role: &Role,
-        ttl: Duration,
-    ) -> Result<Minted, backends::Error> {
+    async fn mint_with_backend(&self, job: &Job, role: &Role, ttl: Duration) -> Result<Minted, backends::Error> {
         match role.backend {
             BackendKind::Vault => {
-                let vault = self
-                    .vault
-                    .as_ref()
-                    .ok_or(backends::Error::NotConfigured("vault"))?;
-                let scope = role
-                    .vault
-                    .as_ref()
-                    .ok_or(backends::Error::NotConfigured("vault"))?;
-                vault
-                    .mint(MintRequest {
-                        job,
-                        role: &role.name,
-                        scope,
-                        ttl,
-                    })
-                    .await
+                let scope = role.vault.as_ref().ok_or(backends::Error::NotConfigured("vault"))?;
+                self.backends.vault()?.mint(MintRequest { job, role: &role.name, scope, ttl }).await
             }
         }
     }
 
-    /// Revokes what an exchange already minted when a later role failed: all or nothing.
-    async fn undo(&self, issued: &[IssuedCredential]) {
+    /// Queues what an exchange already minted for revocation when a later role failed.
+    async fn take_back(&self, issued: &[IssuedCredential]) {
         for credential in issued {
-            if let Err(error) = self
-                .store
-                .set_lease_state(&credential.lease_id, LeaseState::Revoking)
-                .await
-            {
-                tracing::error!(lease_id = %credential.lease_id, %error, "cannot mark lease for revocation");
+            if let Err(error) = self.store.request_revocation(&credential.lease_id).await {
+                tracing::error!(lease_id = %credential.lease_id, %error, "cannot queue the revocation of a credential that was not handed out");
             }
-            self.revoke(&credential.lease_id, &credential.handle).await;
         }
+        self.revocations.wake();
     }
 
-    async fn revoke(&self, lease_id: &str, handle: &RevokeHandle) {
-        let result = match handle {
-            RevokeHandle::Vault { .. } => match &self.vault {
-                Some(vault) => vault.revoke(handle).await,
-                None => Err(backends::Error::NotConfigured("vault")),
-            },
-        };
-        match result {
-            Ok(()) => {
-                if let Err(error) = self
-                    .store
-                    .set_lease_state(lease_id, LeaseState::Revoked)
-                    .await
-                {
-                    tracing::error!(%lease_id, %error, "revoked, but cannot record it");
-                }
-            }
-            // The lease stays `revoking`, for the revocation queue to retry.
-            Err(error) => tracing::error!(%lease_id, %error, "revocation failed"),
+    async fn revoke_unrecorded(&self, handle: &RevokeHandle) {
+        if let Err(error) = self.backends.revoke(handle).await {
+            tracing::error!(%error, "revoking a credential whose lease could not be recorded failed; it lives until its TTL");
         }
     }
 }
@@ -205,28 +145,16 @@ fn backend_name(kind: BackendKind) -> &'static str {
 
 fn check_request(request: &ExchangeRequest) -> Result<(), Error> {
     if request.roles.is_empty() {
-        return Err(Error::InvalidRequest(
-            "`roles` must name at least one role".into(),
-        ));
+        return Err(Error::InvalidRequest("`roles` must name at least one role".into()));
     }
     if request.roles.len() > MAX_ROLES_PER_EXCHANGE {
-        return Err(Error::InvalidRequest(format!(
-            "at most {MAX_ROLES_PER_EXCHANGE} roles per request"
-        )));
+        return Err(Error::InvalidRequest(format!("at most {MAX_ROLES_PER_EXCHANGE} roles per request")));
     }
-    if request
-        .roles
-        .iter()
-        .any(|role| role.is_empty() || role.len() > MAX_ROLE_NAME_BYTES)
-    {
-        return Err(Error::InvalidRequest(format!(
-            "a role name must be 1 to {MAX_ROLE_NAME_BYTES} bytes"
-        )));
+    if request.roles.iter().any(|role| role.is_empty() || role.len() > MAX_ROLE_NAME_BYTES) {
+        return Err(Error::InvalidRequest(format!("a role name must be 1 to {MAX_ROLE_NAME_BYTES} bytes")));
     }
     if request.ttl.is_some_and(|ttl| ttl.is_zero()) {
-        return Err(Error::InvalidRequest(
-            "`ttl_seconds` must be positive".into(),
-        ));
+        return Err(Error::InvalidRequest("`ttl_seconds` must be positive".into()));
     }
     Ok(())
 }

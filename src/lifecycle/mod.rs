@@ -1,13 +1,25 @@
-//! The job and lease lifecycle: exchanging a verified job token for credentials.
+//! The job and lease lifecycle: exchanging a verified job token for credentials, ending jobs
+//! (webhooks, self-revoke), the durable revocation queue and the expiry sweeper.
 
 mod exchange;
+mod jobs;
+pub mod revocation;
 pub mod sweeper;
+pub mod webhooks;
 
-pub use exchange::{Broker, ExchangeRequest, Exchanged, IssuedCredential};
+pub use exchange::{ExchangeRequest, Exchanged, IssuedCredential};
+pub use jobs::{EndedBy, JobEnd};
+pub use revocation::{RevocationQueue, RevocationStats};
 
+use std::time::Duration;
+
+use serde::Deserialize;
 use thiserror::Error;
 
-use crate::policy::RoleDenial;
+use crate::backends::Backends;
+use crate::identity::Verifier;
+use crate::policy::{PolicySet, RoleDenial};
+use crate::store::Store;
 use crate::{backends, identity, store};
 
 #[derive(Debug, Error)]
@@ -20,8 +32,56 @@ pub enum Error {
     Denied(Vec<RoleDenial>),
     #[error("this token was already exchanged; request a fresh token from the CI system")]
     Replayed,
+    #[error("this job has ended; it can obtain no more credentials")]
+    JobEnded,
+    #[error("the webhook's signature or token is missing or wrong")]
+    InvalidSignature,
+    #[error("no webhook is configured for {0}")]
+    WebhookNotConfigured(&'static str),
     #[error(transparent)]
     Backend(#[from] backends::Error),
     #[error(transparent)]
     Store(#[from] store::Error),
+}
+
+/// How long records outlive what they describe, and how often the sweeper runs.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LifecycleConfig {
+    /// Ended jobs, finished leases and webhook deliveries are kept this long, so a job's end is
+    /// remembered past any token it could still present.
+    #[serde(default = "default_retention", deserialize_with = "human_duration")]
+    pub retention: Duration,
+    #[serde(default = "default_sweep_interval", deserialize_with = "human_duration")]
+    pub sweep_interval: Duration,
+}
+
+impl Default for LifecycleConfig {
+    fn default() -> Self {
+        Self { retention: default_retention(), sweep_interval: default_sweep_interval() }
+    }
+}
+
+fn human_duration<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    humantime::parse_duration(&text).map_err(serde::de::Error::custom)
+}
+
+fn default_retention() -> Duration {
+    Duration::from_secs(24 * 3600)
+}
+
+fn default_sweep_interval() -> Duration {
+    Duration::from_secs(60)
+}
+
+/// Everything the lifecycle needs, shared by all requests and background tasks.
+pub struct Broker {
+    pub verifier: Verifier,
+    pub policy: PolicySet,
+    pub store: Store,
+    pub backends: Backends,
+    pub webhooks: webhooks::Webhooks,
+    pub revocations: RevocationQueue,
+    pub lifecycle: LifecycleConfig,
 }

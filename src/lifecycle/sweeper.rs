@@ -1,26 +1,38 @@
-//! Periodic housekeeping: forget what has expired.
+//! Periodic housekeeping: expire leases whose credentials died by themselves, forget records
+//! past their retention, so the store stays bounded.
 
-use std::time::Duration;
+use std::sync::Arc;
 
-use crate::store::Store;
+use super::Broker;
+use crate::store::now;
 
 /// Replay records are kept this long past a token's `exp`, beyond the clock skew verification
 /// tolerates, so a token is never forgotten while it could still verify.
 const REPLAY_RETENTION_SECONDS: i64 = 120;
+/// A credential being revoked is only given up as expired this long after its expiry, in
+/// case the backend's clock is behind ours.
+const REVOKING_GRACE_SECONDS: i64 = 30;
 
-pub async fn run(store: Store, every: Duration) {
-    let mut ticks = tokio::time::interval(every);
+pub async fn run(broker: Arc<Broker>) {
+    let mut ticks = tokio::time::interval(broker.lifecycle.sweep_interval);
     loop {
         ticks.tick().await;
-        sweep(&store).await;
+        if let Err(error) = sweep(&broker).await {
+            tracing::warn!(%error, "sweep failed; retrying at the next interval");
+        }
     }
 }
 
-async fn sweep(store: &Store) {
-    let cutoff = time::OffsetDateTime::now_utc().unix_timestamp() - REPLAY_RETENTION_SECONDS;
-    match store.prune_exchanged_tokens(cutoff).await {
-        Ok(0) => {}
-        Ok(pruned) => tracing::debug!(pruned, "forgot expired replay records"),
-        Err(error) => tracing::warn!(%error, "sweeping replay records failed"),
+pub async fn sweep(broker: &Broker) -> Result<(), crate::store::Error> {
+    let now = now();
+    let retention = broker.lifecycle.retention.as_secs() as i64;
+    let store = &broker.store;
+    let expired = store.expire_leases(now, REVOKING_GRACE_SECONDS).await?;
+    let replays = store.prune_exchanged_tokens(now - REPLAY_RETENTION_SECONDS).await?;
+    let leases = store.prune_leases(now - retention).await?;
+    let jobs = store.prune_jobs(now, now - retention).await?;
+    if expired + replays + leases + jobs > 0 {
+        tracing::info!(expired, replays, leases, jobs, "sweep: expired leases and pruned records");
     }
+    Ok(())
 }

@@ -23,17 +23,13 @@ pub struct RoleDenial {
 
 impl RoleDenial {
     pub(super) fn undefined(role: &str) -> Self {
-        Self {
-            role: role.to_owned(),
-            reasons: vec!["role is not defined".to_owned()],
-        }
+        Self { role: role.to_owned(), reasons: vec!["role is not defined".to_owned()] }
     }
 }
 
 impl Role {
     pub(super) fn grants(&self, ctx: &Ctx<'_>) -> bool {
-        !self.deny.iter().any(|rule| rule.holds(ctx))
-            && self.allow.iter().any(|rule| rule.allows(ctx))
+        !self.deny.iter().any(|rule| rule.holds(ctx)) && self.allow.iter().any(|rule| rule.allows(ctx))
     }
 
     /// The reasons `grants` is false; only called on refusal, so it may allocate freely.
@@ -44,11 +40,7 @@ impl Role {
             .enumerate()
             .filter(|(_, rule)| rule.holds(ctx))
             .map(|(i, rule)| {
-                let fields: Vec<String> = rule
-                    .conditions
-                    .iter()
-                    .map(|c| c.field.to_string())
-                    .collect();
+                let fields: Vec<String> = rule.conditions.iter().map(|c| c.field.to_string()).collect();
                 format!("denied by deny rule {} ({})", i + 1, fields.join(", "))
             })
             .collect();
@@ -61,16 +53,8 @@ impl Role {
         let numbered = self.allow.len() > 1;
         let mut reasons = Vec::new();
         for (i, rule) in self.allow.iter().enumerate() {
-            let prefix = if numbered {
-                format!("allow rule {}: ", i + 1)
-            } else {
-                String::new()
-            };
-            reasons.extend(
-                rule.refusals(ctx)
-                    .into_iter()
-                    .map(|r| format!("{prefix}{r}")),
-            );
+            let prefix = if numbered { format!("allow rule {}: ", i + 1) } else { String::new() };
+            reasons.extend(rule.refusals(ctx).into_iter().map(|r| format!("{prefix}{r}")));
         }
         if reasons.is_empty() {
             // Unreachable while `grants` and `refusals` agree; kept so a refusal is never mute.
@@ -88,12 +72,7 @@ impl Rule {
     /// Like `holds`, plus the extra demand dangerous triggers make of an allow rule. Deny rules
     /// skip that demand: it may only ever narrow what is granted.
     fn allows(&self, ctx: &Ctx<'_>) -> bool {
-        self.holds(ctx)
-            && ctx
-                .job
-                .dangerous_trigger
-                .as_ref()
-                .is_none_or(|t| self.names_trigger(t))
+        self.holds(ctx) && ctx.job.dangerous_trigger.as_ref().is_none_or(|t| self.names_trigger(t))
     }
 
     /// Whether this rule lists the trigger literally: a glob such as `event: "glob:*"` must not
@@ -102,8 +81,7 @@ impl Rule {
         self.conditions.iter().any(|c| match trigger {
             DangerousTrigger::Event(event) => c.field == Field::Event && c.values.is_named(event),
             DangerousTrigger::ForeignProject { project_path } => {
-                matches!(&c.field, Field::Claim(name) if &**name == PROJECT_PATH)
-                    && c.values.is_named(project_path)
+                matches!(&c.field, Field::Claim(name) if &**name == PROJECT_PATH) && c.values.is_named(project_path)
             }
         })
     }
@@ -117,12 +95,7 @@ impl Rule {
                 failed.push(&condition.field);
             }
         }
-        if let Some(trigger) = ctx
-            .job
-            .dangerous_trigger
-            .as_ref()
-            .filter(|t| !self.names_trigger(t))
-        {
+        if let Some(trigger) = ctx.job.dangerous_trigger.as_ref().filter(|t| !self.names_trigger(t)) {
             let (field, value, what) = match trigger {
                 DangerousTrigger::Event(event) => (Field::Event, event, "is a dangerous trigger"),
                 DangerousTrigger::ForeignProject { project_path } => (
@@ -133,9 +106,7 @@ impl Rule {
             };
             // A condition on that field which already failed says enough.
             if !failed.contains(&&field) {
-                reasons.push(format!(
-                    "{field}: {value} {what} and the rule does not name it explicitly"
-                ));
+                reasons.push(format!("{field}: {value} {what} and the rule does not name it explicitly"));
             }
         }
         reasons

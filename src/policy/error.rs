@@ -6,31 +6,18 @@
 pub enum Error {
     /// Malformed YAML, an unknown key, a bad value: anything the parser can place.
     #[error("{path}:{line}:{column}: {message}")]
-    Invalid {
-        path: String,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    Invalid { path: String, line: usize, column: usize, message: String },
     /// A YAML error the parser could not place (e.g. a second document in the file).
     #[error("{path}: {message}")]
     Unplaced { path: String, message: String },
     #[error(
         "{path}: role `{name}` is already defined in {first_path}; hint: role names must be unique across all policy files, rename one or merge them"
     )]
-    DuplicateRole {
-        path: String,
-        name: String,
-        first_path: String,
-    },
+    DuplicateRole { path: String, name: String, first_path: String },
     #[error(
         "{path}: runner tier `{name}` is already defined in {first_path}; hint: tier names must be unique across all policy files, rename one or merge them"
     )]
-    DuplicateTier {
-        path: String,
-        name: String,
-        first_path: String,
-    },
+    DuplicateTier { path: String, name: String, first_path: String },
 }
 
 impl Error {
@@ -42,17 +29,9 @@ impl Error {
                 // ours leads with it.
                 let position = format!(" at line {} column {}", loc.line(), loc.column());
                 let message = text.replacen(&position, "", 1);
-                Self::Invalid {
-                    path: path.to_owned(),
-                    line: loc.line(),
-                    column: loc.column(),
-                    message,
-                }
+                Self::Invalid { path: path.to_owned(), line: loc.line(), column: loc.column(), message }
             }
-            None => Self::Unplaced {
-                path: path.to_owned(),
-                message: text,
-            },
+            None => Self::Unplaced { path: path.to_owned(), message: text },
         }
     }
 }

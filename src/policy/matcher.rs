@@ -122,10 +122,7 @@ impl Field {
             Self::RunnerEnvironment => text(&job.runner_environment),
             Self::RunnerId => text(&job.runner_id),
             Self::RunnerTier => ctx.tier.map_or(Actual::Missing, Actual::Text),
-            Self::Claim(name) => job
-                .claims
-                .get(&**name)
-                .map_or(Actual::Missing, Actual::Claim),
+            Self::Claim(name) => job.claims.get(&**name).map_or(Actual::Missing, Actual::Claim),
         }
     }
 }
@@ -195,9 +192,7 @@ impl Values {
                 continue;
             };
             if pattern.is_empty() {
-                return Err(
-                    "`glob:` needs a pattern after it, e.g. `glob:refs/heads/release/*`".into(),
-                );
+                return Err("`glob:` needs a pattern after it, e.g. `glob:refs/heads/release/*`".into());
             }
             // `*` must never cross `/`: otherwise `refs/heads/*` would also admit nested refs.
             let glob = GlobBuilder::new(pattern)
@@ -207,11 +202,7 @@ impl Values {
             globs.add(glob);
             any_glob = true;
         }
-        let globs = if any_glob {
-            Some(globs.build().map_err(|e| format!("malformed glob: {e}"))?)
-        } else {
-            None
-        };
+        let globs = if any_glob { Some(globs.build().map_err(|e| format!("malformed glob: {e}"))?) } else { None };
         Ok(Self { exact, globs })
     }
 }
@@ -311,9 +302,7 @@ impl<'de> Visitor<'de> for ScalarVisitor {
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
-        Err(E::custom(
-            "a list element has no value; hint: remove it or give a value",
-        ))
+        Err(E::custom("a list element has no value; hint: remove it or give a value"))
     }
 }
 
@@ -349,9 +338,7 @@ impl Condition {
             Actual::Missing => Failure::Missing,
             Actual::Text(text) => Failure::NotAllowed(Cow::Borrowed(text)),
             Actual::Claim(Value::Array(items)) => Failure::NoElementAllowed(items),
-            Actual::Claim(value) => {
-                claim_text(value).map_or(Failure::NotScalar, Failure::NotAllowed)
-            }
+            Actual::Claim(value) => claim_text(value).map_or(Failure::NotScalar, Failure::NotAllowed),
         })
     }
 
@@ -366,19 +353,11 @@ impl Condition {
                 format!("{field}: {text} is not one of the allowed values")
             }
             Failure::NoElementAllowed(items) => {
-                let texts: Vec<String> = items
-                    .iter()
-                    .filter_map(|v| claim_text(v).map(Cow::into_owned))
-                    .collect();
-                format!(
-                    "{field}: none of [{}] is one of the allowed values",
-                    texts.join(", ")
-                )
+                let texts: Vec<String> = items.iter().filter_map(|v| claim_text(v).map(Cow::into_owned)).collect();
+                format!("{field}: none of [{}] is one of the allowed values", texts.join(", "))
             }
             Failure::NotScalar => {
-                format!(
-                    "{field}: the token's value is not a string, number, boolean or list of them"
-                )
+                format!("{field}: the token's value is not a string, number, boolean or list of them")
             }
         }
     }

@@ -46,8 +46,7 @@ impl PolicySet {
         let mut role_paths: Vec<&str> = Vec::new();
         let mut tier_paths: HashMap<String, &str> = HashMap::new();
         for file in files {
-            let doc: FileDoc =
-                serde_yaml_ng::from_str(file.text).map_err(|e| Error::from_yaml(file.path, &e))?;
+            let doc: FileDoc = serde_yaml_ng::from_str(file.text).map_err(|e| Error::from_yaml(file.path, &e))?;
             for tier in doc.runner_tiers {
                 match tier_paths.entry(tier.name.clone()) {
                     Entry::Occupied(first) => {
@@ -69,11 +68,7 @@ impl PolicySet {
                         return Err(Error::DuplicateRole {
                             path: file.path.to_owned(),
                             name: role.name,
-                            first_path: role_paths
-                                .get(*first.get())
-                                .copied()
-                                .unwrap_or_default()
-                                .to_owned(),
+                            first_path: role_paths.get(*first.get()).copied().unwrap_or_default().to_owned(),
                         });
                     }
                     Entry::Vacant(slot) => {
@@ -104,10 +99,7 @@ impl PolicySet {
     /// All requested roles granted, or for each refused one the reasons. Requested names are a
     /// set: repeats are judged once, in first-seen order.
     pub fn decide(&self, job: &Job, requested: &[String]) -> Decision<'_> {
-        let ctx = Ctx {
-            job,
-            tier: self.runner_tier(job),
-        };
+        let ctx = Ctx { job, tier: self.runner_tier(job) };
         let mut granted: Vec<&Role> = Vec::with_capacity(requested.len());
         let mut denied: Vec<RoleDenial> = Vec::new();
         for name in requested {
@@ -117,24 +109,15 @@ impl PolicySet {
                 }
                 continue;
             };
-            if granted.iter().any(|g| std::ptr::eq(*g, role))
-                || denied.iter().any(|d| d.role == *name)
-            {
+            if granted.iter().any(|g| std::ptr::eq(*g, role)) || denied.iter().any(|d| d.role == *name) {
                 continue;
             }
             if role.grants(&ctx) {
                 granted.push(role);
             } else {
-                denied.push(RoleDenial {
-                    role: name.clone(),
-                    reasons: role.explain(&ctx),
-                });
+                denied.push(RoleDenial { role: name.clone(), reasons: role.explain(&ctx) });
             }
         }
-        if denied.is_empty() {
-            Decision::Granted(granted)
-        } else {
-            Decision::Denied(denied)
-        }
+        if denied.is_empty() { Decision::Granted(granted) } else { Decision::Denied(denied) }
     }
 }

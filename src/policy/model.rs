@@ -108,24 +108,15 @@ struct VaultDoc {
 
 impl<'de> Deserialize<'de> for VaultDoc {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        from_map(
-            d,
-            "a `vault:` mapping with `policies`",
-            |doc: VaultFields| {
-                if doc.policies.is_empty() {
-                    return Err(
-                        "`vault.policies` is empty; hint: list at least one Vault policy"
-                            .to_owned(),
-                    );
-                }
-                if doc.policies.iter().any(String::is_empty) {
-                    return Err("`vault.policies` has an empty policy name".to_owned());
-                }
-                Ok(VaultDoc {
-                    policies: doc.policies,
-                })
-            },
-        )
+        from_map(d, "a `vault:` mapping with `policies`", |doc: VaultFields| {
+            if doc.policies.is_empty() {
+                return Err("`vault.policies` is empty; hint: list at least one Vault policy".to_owned());
+            }
+            if doc.policies.iter().any(String::is_empty) {
+                return Err("`vault.policies` has an empty policy name".to_owned());
+            }
+            Ok(VaultDoc { policies: doc.policies })
+        })
     }
 }
 
@@ -142,14 +133,10 @@ impl<'de> Deserialize<'de> for Ttl {
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Ttl, E> {
                 let ttl = humantime::parse_duration(v).map_err(|e| {
-                    E::custom(format!(
-                        "max_ttl `{v}` is not a duration ({e}); hint: write it like 15m, 1h or 900s"
-                    ))
+                    E::custom(format!("max_ttl `{v}` is not a duration ({e}); hint: write it like 15m, 1h or 900s"))
                 })?;
                 if ttl.is_zero() {
-                    return Err(E::custom(
-                        "max_ttl must be greater than zero; hint: write it like 15m",
-                    ));
+                    return Err(E::custom("max_ttl must be greater than zero; hint: write it like 15m"));
                 }
                 Ok(Ttl(ttl))
             }
@@ -195,10 +182,7 @@ impl<'de> Visitor<'de> for ConditionsVisitor {
                     conditions.push(Condition { field, values });
                 }
                 Key::Claims => {
-                    if conditions
-                        .iter()
-                        .any(|c| matches!(c.field, Field::Claim(_)))
-                    {
+                    if conditions.iter().any(|c| matches!(c.field, Field::Claim(_))) {
                         return Err(de::Error::duplicate_field("claims"));
                     }
                     let ClaimConditions(claims) = map.next_value()?;
@@ -271,17 +255,11 @@ impl<'de> Deserialize<'de> for ClaimConditions {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ClaimConditions, A::Error> {
                 let mut conditions: Vec<Condition> = Vec::new();
                 while let Some(ClaimName(name)) = map.next_key()? {
-                    if conditions
-                        .iter()
-                        .any(|c| matches!(&c.field, Field::Claim(n) if *n == name))
-                    {
+                    if conditions.iter().any(|c| matches!(&c.field, Field::Claim(n) if *n == name)) {
                         return Err(de::Error::custom(format!("claim `{name}` is given twice")));
                     }
                     let values: Values = map.next_value()?;
-                    conditions.push(Condition {
-                        field: Field::Claim(name),
-                        values,
-                    });
+                    conditions.push(Condition { field: Field::Claim(name), values });
                 }
                 if conditions.is_empty() {
                     return Err(de::Error::custom(
@@ -345,9 +323,5 @@ where
             (self.convert)(raw).map_err(de::Error::custom)
         }
     }
-    d.deserialize_map(MapVisitor {
-        expecting,
-        convert,
-        raw: PhantomData,
-    })
+    d.deserialize_map(MapVisitor { expecting, convert, raw: PhantomData })
 }

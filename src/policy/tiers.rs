@@ -22,10 +22,7 @@ impl RunnerTier {
 /// The first tier whose match holds; a tier match cannot test `runner_tier`, so none is known yet.
 pub(super) fn first_match<'t>(tiers: &'t [RunnerTier], job: &crate::job::Job) -> Option<&'t str> {
     let ctx = Ctx { job, tier: None };
-    tiers
-        .iter()
-        .find(|t| t.holds(&ctx))
-        .map(|t| t.name.as_str())
+    tiers.iter().find(|t| t.holds(&ctx)).map(|t| t.name.as_str())
 }
 
 #[derive(serde::Deserialize)]
@@ -40,25 +37,17 @@ struct TierMatch(Vec<Condition>);
 
 impl<'de> Deserialize<'de> for TierMatch {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(ConditionsVisitor(Purpose::TierMatch))
-            .map(TierMatch)
+        d.deserialize_map(ConditionsVisitor(Purpose::TierMatch)).map(TierMatch)
     }
 }
 
 impl<'de> Deserialize<'de> for RunnerTier {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        from_map(
-            d,
-            "a runner tier mapping with `name` and `match`",
-            |doc: TierDoc| {
-                if doc.name.is_empty() {
-                    return Err("a runner tier needs a non-empty `name`".to_owned());
-                }
-                Ok(RunnerTier {
-                    name: doc.name,
-                    conditions: doc.conditions.0,
-                })
-            },
-        )
+        from_map(d, "a runner tier mapping with `name` and `match`", |doc: TierDoc| {
+            if doc.name.is_empty() {
+                return Err("a runner tier needs a non-empty `name`".to_owned());
+            }
+            Ok(RunnerTier { name: doc.name, conditions: doc.conditions.0 })
+        })
     }
 }

@@ -1,20 +1,32 @@
 use std::fmt;
 use std::str::FromStr;
 
+use serde::Serialize;
+
 use crate::backends::RevokeHandle;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum LeaseState {
     /// Recorded before the backend is asked; a credential may or may not exist.
     Pending,
     Active,
-    /// Revocation is wanted and not yet confirmed by the backend.
+    /// Revocation is wanted and not yet confirmed by the backend: the durable queue.
     Revoking,
     Revoked,
     Expired,
     /// Minting failed; no credential exists.
     Failed,
 }
+
+const ALL_STATES: [LeaseState; 6] = [
+    LeaseState::Pending,
+    LeaseState::Active,
+    LeaseState::Revoking,
+    LeaseState::Revoked,
+    LeaseState::Expired,
+    LeaseState::Failed,
+];
 
 impl LeaseState {
     pub fn as_str(self) -> &'static str {
@@ -39,33 +51,33 @@ impl FromStr for LeaseState {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        [
-            Self::Pending,
-            Self::Active,
-            Self::Revoking,
-            Self::Revoked,
-            Self::Expired,
-            Self::Failed,
-        ]
-        .into_iter()
-        .find(|state| state.as_str() == s)
-        .ok_or_else(|| format!("unknown lease state `{s}`"))
+        ALL_STATES.into_iter().find(|state| state.as_str() == s).ok_or_else(|| format!("unknown lease state `{s}`"))
     }
 }
 
-/// A lease about to be minted.
+/// A lease about to be minted, and the job it belongs to.
 #[derive(Clone, Debug)]
 pub struct NewLease<'a> {
     pub id: &'a str,
     pub issuer: &'a str,
     pub job_id: &'a str,
+    pub repository: &'a str,
     pub role: &'a str,
     pub backend: &'a str,
     /// Unix seconds.
     pub expires_at: i64,
+    /// Unix seconds until which the job's record must be kept (beyond its token's expiry).
+    pub job_keep_until: i64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseBegun {
+    Begun,
+    /// The job has ended: nothing may be minted for it.
+    JobEnded,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Lease {
     pub id: String,
     pub issuer: String,
@@ -74,5 +86,12 @@ pub struct Lease {
     pub backend: String,
     pub handle: Option<RevokeHandle>,
     pub state: LeaseState,
+    /// Unix seconds.
     pub expires_at: i64,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    /// Unix milliseconds when the job's end was recorded.
+    pub revoke_requested_at: Option<i64>,
+    /// Unix seconds of the last change.
+    pub updated_at: i64,
 }

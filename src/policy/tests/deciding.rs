@@ -31,12 +31,9 @@ type Outcome = Result<Vec<&'static str>, Vec<(&'static str, Vec<&'static str>)>>
 
 fn owned(outcome: Outcome) -> Result<Vec<String>, Vec<(String, Vec<String>)>> {
     let strings = |v: Vec<&str>| v.into_iter().map(str::to_owned).collect::<Vec<_>>();
-    outcome.map(strings).map_err(|denials| {
-        denials
-            .into_iter()
-            .map(|(role, reasons)| (role.to_owned(), strings(reasons)))
-            .collect()
-    })
+    outcome
+        .map(strings)
+        .map_err(|denials| denials.into_iter().map(|(role, reasons)| (role.to_owned(), strings(reasons))).collect())
 }
 
 #[test]
@@ -48,20 +45,12 @@ fn requested_roles_are_all_or_none() {
         job
     };
     let cases: Vec<(&str, Job, &[&str], Outcome)> = vec![
-        (
-            "both granted",
-            github_job(),
-            &["deploy-prod", "read-only"],
-            Ok(vec!["deploy-prod", "read-only"]),
-        ),
+        ("both granted", github_job(), &["deploy-prod", "read-only"], Ok(vec!["deploy-prod", "read-only"])),
         (
             "one refused refuses the request",
             dev(),
             &["read-only", "deploy-prod"],
-            Err(vec![(
-                "deploy-prod",
-                vec!["ref: refs/heads/dev is not one of the allowed values"],
-            )]),
+            Err(vec![("deploy-prod", vec!["ref: refs/heads/dev is not one of the allowed values"])]),
         ),
         (
             "repeats are judged once, first-seen order kept",
@@ -81,26 +70,14 @@ fn requested_roles_are_all_or_none() {
             &["ghost", "deploy-prod", "deploy-prod", "nobody"],
             Err(vec![
                 ("ghost", vec!["role is not defined"]),
-                (
-                    "deploy-prod",
-                    vec!["ref: refs/heads/dev is not one of the allowed values"],
-                ),
+                ("deploy-prod", vec!["ref: refs/heads/dev is not one of the allowed values"]),
                 ("nobody", vec!["role has no allow rule"]),
             ]),
         ),
-        (
-            "nothing requested, nothing granted",
-            github_job(),
-            &[],
-            Ok(vec![]),
-        ),
+        ("nothing requested, nothing granted", github_job(), &[], Ok(vec![])),
     ];
     for (name, job, requested, expected) in cases {
-        assert_eq!(
-            decide(&set, &job, requested),
-            owned(expected),
-            "case: {name}"
-        );
+        assert_eq!(decide(&set, &job, requested), owned(expected), "case: {name}");
     }
 }
 
@@ -118,9 +95,7 @@ fn deny_rules_override_allow() {
         ),
         (
             "second deny rule needs all its conditions",
-            with(github_job(), |j| {
-                j.git_ref = Some("refs/heads/tmp/x".into())
-            }),
+            with(github_job(), |j| j.git_ref = Some("refs/heads/tmp/x".into())),
             &[],
         ),
         (
@@ -150,11 +125,7 @@ fn several_allow_rules_are_any_of_and_explained_per_rule() {
     let set = parse(&role_policy("[]", allow, "[]"));
     let cases: Vec<(&str, Job, &[&str])> = vec![
         ("first rule holds", github_job(), &[]),
-        (
-            "second rule holds",
-            with(github_job(), |j| j.git_ref = Some("refs/tags/v1".into())),
-            &[],
-        ),
+        ("second rule holds", with(github_job(), |j| j.git_ref = Some("refs/tags/v1".into())), &[]),
         (
             "neither holds",
             with(github_job(), |j| {
@@ -184,54 +155,27 @@ fn pull_request_target() -> Job {
 fn dangerous_event_needs_a_literal_rule() {
     const REFUSED: &str = "event: pull_request_target is a dangerous trigger and the rule does not name it explicitly";
     let cases: Vec<(&str, &str, &[&str])> = vec![
-        (
-            "named literally",
-            "[ { repository: octo-org/octo-repo, event: [push, pull_request_target] } ]",
-            &[],
-        ),
-        (
-            "no event condition",
-            "[ { repository: octo-org/octo-repo } ]",
-            &[REFUSED],
-        ),
-        (
-            "only a glob matches",
-            r#"[ { event: "glob:pull_request*" } ]"#,
-            &[REFUSED],
-        ),
-        (
-            "a catch-all glob",
-            r#"[ { event: ["glob:*", push] } ]"#,
-            &[REFUSED],
-        ),
+        ("named literally", "[ { repository: octo-org/octo-repo, event: [push, pull_request_target] } ]", &[]),
+        ("no event condition", "[ { repository: octo-org/octo-repo } ]", &[REFUSED]),
+        ("only a glob matches", r#"[ { event: "glob:pull_request*" } ]"#, &[REFUSED]),
+        ("a catch-all glob", r#"[ { event: ["glob:*", push] } ]"#, &[REFUSED]),
         (
             "event not allowed at all says so once",
             "[ { event: push } ]",
             &["event: pull_request_target is not one of the allowed values"],
         ),
-        (
-            "the other rule names it",
-            "[ { repository: octo-org/octo-repo }, { event: pull_request_target } ]",
-            &[],
-        ),
+        ("the other rule names it", "[ { repository: octo-org/octo-repo }, { event: pull_request_target } ]", &[]),
     ];
     for (name, allow, reasons) in cases {
         let set = parse(&role_policy("[]", allow, "[]"));
-        assert_eq!(
-            reasons_for_r(&set, &pull_request_target()),
-            reasons,
-            "case: {name}"
-        );
+        assert_eq!(reasons_for_r(&set, &pull_request_target()), reasons, "case: {name}");
     }
 }
 
 fn fork_pipeline() -> Job {
     with(gitlab_job(), |j| {
-        j.claims
-            .insert("project_path".into(), json!("fork-owner/my-project"));
-        j.dangerous_trigger = Some(DangerousTrigger::ForeignProject {
-            project_path: "fork-owner/my-project".into(),
-        });
+        j.claims.insert("project_path".into(), json!("fork-owner/my-project"));
+        j.dangerous_trigger = Some(DangerousTrigger::ForeignProject { project_path: "fork-owner/my-project".into() });
     })
 }
 
@@ -239,21 +183,9 @@ fn fork_pipeline() -> Job {
 fn foreign_project_needs_a_literal_project_path() {
     const REFUSED: &str = "claims.project_path: fork-owner/my-project is not the job's own project (e.g. a fork's pipeline) and the rule does not name it explicitly";
     let cases: Vec<(&str, &str, &[&str])> = vec![
-        (
-            "named literally",
-            "[ { claims: { project_path: fork-owner/my-project } } ]",
-            &[],
-        ),
-        (
-            "only the job's own project named",
-            "[ { repository: my-group/my-project } ]",
-            &[REFUSED],
-        ),
-        (
-            "only a glob matches",
-            r#"[ { claims: { project_path: "glob:fork-owner/*" } } ]"#,
-            &[REFUSED],
-        ),
+        ("named literally", "[ { claims: { project_path: fork-owner/my-project } } ]", &[]),
+        ("only the job's own project named", "[ { repository: my-group/my-project } ]", &[REFUSED]),
+        ("only a glob matches", r#"[ { claims: { project_path: "glob:fork-owner/*" } } ]"#, &[REFUSED]),
         (
             "another project named",
             "[ { claims: { project_path: my-group/my-project } } ]",
@@ -262,11 +194,7 @@ fn foreign_project_needs_a_literal_project_path() {
     ];
     for (name, allow, reasons) in cases {
         let set = parse(&role_policy("[]", allow, "[]"));
-        assert_eq!(
-            reasons_for_r(&set, &fork_pipeline()),
-            reasons,
-            "case: {name}"
-        );
+        assert_eq!(reasons_for_r(&set, &fork_pipeline()), reasons, "case: {name}");
     }
 }
 
@@ -293,33 +221,22 @@ fn reasons_never_reveal_expected_values() {
         let reasons = reasons_for_r(&set, job);
         assert!(!reasons.is_empty(), "job must be refused: {job:?}");
         for reason in &reasons {
-            assert!(
-                !reason.contains("secret"),
-                "reason leaks a policy value: {reason}"
-            );
+            assert!(!reason.contains("secret"), "reason leaks a policy value: {reason}");
         }
     }
 }
 
 #[test]
 fn role_denial_serializes_as_the_api_returns_it() {
-    let denial = RoleDenial {
-        role: "deploy-prod".into(),
-        reasons: vec!["role is not defined".into()],
-    };
+    let denial = RoleDenial { role: "deploy-prod".into(), reasons: vec!["role is not defined".into()] };
     let json = serde_json::to_value(&denial).unwrap_or_default();
-    assert_eq!(
-        json,
-        json!({ "role": "deploy-prod", "reasons": ["role is not defined"] })
-    );
+    assert_eq!(json, json!({ "role": "deploy-prod", "reasons": ["role is not defined"] }));
 }
 
 #[test]
 fn granted_roles_carry_their_scope() {
     let set = parse(TWO_ROLES);
-    let role = set
-        .role("deploy-prod")
-        .map(|r| (r.max_ttl.as_secs(), r.vault.clone().map(|v| v.policies)));
+    let role = set.role("deploy-prod").map(|r| (r.max_ttl.as_secs(), r.vault.clone().map(|v| v.policies)));
     assert_eq!(role, Some((900, Some(vec!["deploy-prod".to_owned()]))));
     let names: Vec<&str> = set.roles().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["deploy-prod", "read-only", "nobody"]);

@@ -36,10 +36,7 @@ roles:
 "#;
 
 fn load(files: &[(&'static str, &str)]) -> Result<PolicySet, Error> {
-    let files: Vec<PolicyFile<'_>> = files
-        .iter()
-        .map(|(path, text)| PolicyFile { path, text })
-        .collect();
+    let files: Vec<PolicyFile<'_>> = files.iter().map(|(path, text)| PolicyFile { path, text }).collect();
     PolicySet::parse(&files)
 }
 
@@ -79,66 +76,27 @@ fn load_errors_name_file_line_and_problem() {
         ),
         (
             "sub as a claim",
-            vec![(
-                "p.yaml",
-                rule("{ claims: { sub: \"repo:a/b:ref:refs/heads/main\" } }"),
-            )],
-            &[
-                "p.yaml:7:21: ",
-                "`sub` cannot be a condition",
-                "individual claims",
-            ],
+            vec![("p.yaml", rule("{ claims: { sub: \"repo:a/b:ref:refs/heads/main\" } }"))],
+            &["p.yaml:7:21: ", "`sub` cannot be a condition", "individual claims"],
         ),
         (
             "malformed glob",
             vec![("p.yaml", rule("{ ref: \"glob:refs/[\" }"))],
             &["p.yaml:7:16: ", "malformed glob", "hint"],
         ),
-        (
-            "glob with no pattern",
-            vec![("p.yaml", rule("{ ref: \"glob:\" }"))],
-            &["p.yaml:7:16: ", "needs a pattern"],
-        ),
+        ("glob with no pattern", vec![("p.yaml", rule("{ ref: \"glob:\" }"))], &["p.yaml:7:16: ", "needs a pattern"]),
         (
             "unknown backend",
             vec![("p.yaml", role_with("backend: gcp\nmax_ttl: 15m\n"))],
             &["p.yaml:3:14: ", "unknown variant `gcp`", "`vault`"],
         ),
-        (
-            "empty rule",
-            vec![("p.yaml", rule("{}"))],
-            &["p.yaml:7:9: ", "no condition would match every job"],
-        ),
-        (
-            "empty rule as null",
-            vec![("p.yaml", rule(""))],
-            &["p.yaml:", "no condition would match every job"],
-        ),
-        (
-            "empty claims",
-            vec![("p.yaml", rule("{ claims: {} }"))],
-            &["p.yaml:7:", "`claims:` is empty"],
-        ),
-        (
-            "empty list",
-            vec![("p.yaml", rule("{ ref: [] }"))],
-            &["p.yaml:7:16: ", "empty list matches nothing"],
-        ),
-        (
-            "value left out",
-            vec![("p.yaml", rule("{ repository: a/b, ref: }"))],
-            &["p.yaml:7:", "has no value"],
-        ),
-        (
-            "decimal number",
-            vec![("p.yaml", rule("{ runner_id: 1.5 }"))],
-            &["p.yaml:7:", "quote it"],
-        ),
-        (
-            "nested list",
-            vec![("p.yaml", rule("{ event: [[push]] }"))],
-            &["p.yaml:7:", "lists may not nest"],
-        ),
+        ("empty rule", vec![("p.yaml", rule("{}"))], &["p.yaml:7:9: ", "no condition would match every job"]),
+        ("empty rule as null", vec![("p.yaml", rule(""))], &["p.yaml:", "no condition would match every job"]),
+        ("empty claims", vec![("p.yaml", rule("{ claims: {} }"))], &["p.yaml:7:", "`claims:` is empty"]),
+        ("empty list", vec![("p.yaml", rule("{ ref: [] }"))], &["p.yaml:7:16: ", "empty list matches nothing"]),
+        ("value left out", vec![("p.yaml", rule("{ repository: a/b, ref: }"))], &["p.yaml:7:", "has no value"]),
+        ("decimal number", vec![("p.yaml", rule("{ runner_id: 1.5 }"))], &["p.yaml:7:", "quote it"]),
+        ("nested list", vec![("p.yaml", rule("{ event: [[push]] }"))], &["p.yaml:7:", "lists may not nest"]),
         (
             "condition twice",
             vec![("p.yaml", rule("{ claims: { actor: a, actor: b } }"))],
@@ -146,48 +104,28 @@ fn load_errors_name_file_line_and_problem() {
         ),
         (
             "runner_tier inside a tier match",
-            vec![(
-                "p.yaml",
-                "runner_tiers:\n  - name: t\n    match: { runner_tier: x }\n".into(),
-            )],
+            vec![("p.yaml", "runner_tiers:\n  - name: t\n    match: { runner_tier: x }\n".into())],
             &["p.yaml:3:14: ", "`runner_tier` cannot be used"],
         ),
         (
             "empty tier match",
-            vec![(
-                "p.yaml",
-                "runner_tiers:\n  - name: t\n    match: {}\n".into(),
-            )],
+            vec![("p.yaml", "runner_tiers:\n  - name: t\n    match: {}\n".into())],
             &["p.yaml:3:12: ", "every job in this tier"],
         ),
         (
             "vault role without vault section",
-            vec![(
-                "p.yaml",
-                role_with("backend: vault\nmax_ttl: 15m\nallow: [ { owner: o } ]\n"),
-            )],
-            &[
-                "p.yaml:2:5: ",
-                "role `r` has backend vault but no `vault:` section",
-                "hint",
-            ],
+            vec![("p.yaml", role_with("backend: vault\nmax_ttl: 15m\nallow: [ { owner: o } ]\n"))],
+            &["p.yaml:2:5: ", "role `r` has backend vault but no `vault:` section", "hint"],
         ),
         (
             "empty vault policies",
-            vec![(
-                "p.yaml",
-                role_with("backend: vault\nmax_ttl: 15m\nvault: { policies: [] }\n"),
-            )],
+            vec![("p.yaml", role_with("backend: vault\nmax_ttl: 15m\nvault: { policies: [] }\n"))],
             &["p.yaml:5:12: ", "`vault.policies` is empty"],
         ),
         (
             "unparsable max_ttl",
             vec![("p.yaml", role_with("backend: vault\nmax_ttl: 15 parsecs\n"))],
-            &[
-                "p.yaml:4:14: ",
-                "max_ttl `15 parsecs` is not a duration",
-                "15m",
-            ],
+            &["p.yaml:4:14: ", "max_ttl `15 parsecs` is not a duration", "15m"],
         ),
         (
             "zero max_ttl",
@@ -201,10 +139,7 @@ fn load_errors_name_file_line_and_problem() {
         ),
         (
             "missing max_ttl",
-            vec![(
-                "p.yaml",
-                role_with("backend: vault\nvault: { policies: [p] }\n"),
-            )],
+            vec![("p.yaml", role_with("backend: vault\nvault: { policies: [p] }\n"))],
             &["p.yaml:2:5: ", "missing field `max_ttl`"],
         ),
         (
@@ -219,23 +154,14 @@ fn load_errors_name_file_line_and_problem() {
         ),
         (
             "duplicate role in one file",
-            vec![(
-                "a.yaml",
-                format!("{GOOD_ROLE}{}", GOOD_ROLE.trim_start_matches("roles:\n")),
-            )],
+            vec![("a.yaml", format!("{GOOD_ROLE}{}", GOOD_ROLE.trim_start_matches("roles:\n")))],
             &["a.yaml: role `deploy` is already defined in a.yaml"],
         ),
         (
             "duplicate tier across two files",
             vec![
-                (
-                    "a.yaml",
-                    "runner_tiers: [ { name: t, match: { runner_id: 1 } } ]\n".into(),
-                ),
-                (
-                    "b.yaml",
-                    "runner_tiers: [ { name: t, match: { runner_id: 2 } } ]\n".into(),
-                ),
+                ("a.yaml", "runner_tiers: [ { name: t, match: { runner_id: 1 } } ]\n".into()),
+                ("b.yaml", "runner_tiers: [ { name: t, match: { runner_id: 2 } } ]\n".into()),
             ],
             &["b.yaml: runner tier `t` is already defined in a.yaml"],
         ),
@@ -247,10 +173,7 @@ fn load_errors_name_file_line_and_problem() {
             Err(e) => e.to_string(),
         };
         for part in expected {
-            assert!(
-                message.contains(part),
-                "case {name}: {message:?} lacks {part:?}"
-            );
+            assert!(message.contains(part), "case {name}: {message:?} lacks {part:?}");
         }
     }
 }
@@ -261,17 +184,10 @@ fn valid_files_load() {
         ("empty file", vec![""], 0),
         ("only comments", vec!["# nothing yet\n"], 0),
         ("empty lists", vec!["runner_tiers: []\nroles: []\n"], 0),
-        (
-            "tiers only",
-            vec!["runner_tiers: [ { name: t, match: { runner_id: 1 } } ]\n"],
-            0,
-        ),
+        ("tiers only", vec!["runner_tiers: [ { name: t, match: { runner_id: 1 } } ]\n"], 0),
         (
             "roles combine across files",
-            vec![
-                GOOD_ROLE,
-                "roles: [ { name: other, backend: vault, max_ttl: 1h, vault: { policies: [o] } } ]",
-            ],
+            vec![GOOD_ROLE, "roles: [ { name: other, backend: vault, max_ttl: 1h, vault: { policies: [o] } } ]"],
             2,
         ),
         ("the example from the design", vec![DESIGN_EXAMPLE], 1),
@@ -294,8 +210,5 @@ fn the_design_example_grants_the_fixture_job() {
     };
     let job = super::github_job();
     assert_eq!(set.runner_tier(&job), Some("hosted"));
-    assert_eq!(
-        super::decide(&set, &job, &["deploy-prod"]),
-        Ok(vec!["deploy-prod".to_owned()])
-    );
+    assert_eq!(super::decide(&set, &job, &["deploy-prod"]), Ok(vec!["deploy-prod".to_owned()]));
 }

@@ -34,9 +34,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "exact comparison does not match a prefix",
             rule: "{ ref: refs/heads/main }",
-            job: with(github_job(), |j| {
-                j.git_ref = Some("refs/heads/main-2".into())
-            }),
+            job: with(github_job(), |j| j.git_ref = Some("refs/heads/main-2".into())),
             reasons: &["ref: refs/heads/main-2 is not one of the allowed values"],
         },
         Case {
@@ -54,25 +52,19 @@ fn cases() -> Vec<Case> {
         Case {
             name: "glob matches one segment",
             rule: r#"{ ref: "glob:refs/heads/release/*" }"#,
-            job: with(github_job(), |j| {
-                j.git_ref = Some("refs/heads/release/1".into())
-            }),
+            job: with(github_job(), |j| j.git_ref = Some("refs/heads/release/1".into())),
             reasons: &[],
         },
         Case {
             name: "glob star never crosses a slash",
             rule: r#"{ ref: "glob:refs/heads/release/*" }"#,
-            job: with(github_job(), |j| {
-                j.git_ref = Some("refs/heads/release/1/x".into())
-            }),
+            job: with(github_job(), |j| j.git_ref = Some("refs/heads/release/1/x".into())),
             reasons: &["ref: refs/heads/release/1/x is not one of the allowed values"],
         },
         Case {
             name: "glob is anchored at the start",
             rule: r#"{ ref: "glob:refs/heads/release/*" }"#,
-            job: with(github_job(), |j| {
-                j.git_ref = Some("xrefs/heads/release/1".into())
-            }),
+            job: with(github_job(), |j| j.git_ref = Some("xrefs/heads/release/1".into())),
             reasons: &["ref: xrefs/heads/release/1 is not one of the allowed values"],
         },
         Case {
@@ -133,12 +125,7 @@ fn cases() -> Vec<Case> {
                 "runner_id: the token has no such claim",
             ],
         },
-        Case {
-            name: "a string claim",
-            rule: "{ claims: { actor: octocat } }",
-            job: github_job(),
-            reasons: &[],
-        },
+        Case { name: "a string claim", rule: "{ claims: { actor: octocat } }", job: github_job(), reasons: &[] },
         Case {
             name: "a string claim that differs",
             rule: r#"{ claims: { actor: "dependabot[bot]" } }"#,
@@ -191,9 +178,7 @@ fn cases() -> Vec<Case> {
             job: with(github_job(), |j| {
                 j.claims.insert("extra".into(), json!({}));
             }),
-            reasons: &[
-                "claims.extra: the token's value is not a string, number, boolean or list of them",
-            ],
+            reasons: &["claims.extra: the token's value is not a string, number, boolean or list of them"],
         },
         Case {
             name: "a null claim never matches, not even the text null",
@@ -201,9 +186,7 @@ fn cases() -> Vec<Case> {
             job: with(github_job(), |j| {
                 j.claims.insert("extra".into(), json!(null));
             }),
-            reasons: &[
-                "claims.extra: the token's value is not a string, number, boolean or list of them",
-            ],
+            reasons: &["claims.extra: the token's value is not a string, number, boolean or list of them"],
         },
     ]
 }
@@ -212,12 +195,7 @@ fn cases() -> Vec<Case> {
 fn conditions() {
     for case in cases() {
         let set = parse(&role_policy("[]", &format!("[ {} ]", case.rule), "[]"));
-        assert_eq!(
-            reasons_for_r(&set, &case.job),
-            case.reasons,
-            "case: {}",
-            case.name
-        );
+        assert_eq!(reasons_for_r(&set, &case.job), case.reasons, "case: {}", case.name);
     }
 }
 
@@ -232,11 +210,7 @@ fn runner_tiers_first_match_wins() {
     let set = parse(&role_policy(TIERS, "[ { runner_tier: release } ]", "[]"));
     let cases: Vec<(&str, Job, Option<&str>)> = vec![
         ("github-hosted runner", github_job(), Some("hosted")),
-        (
-            "gitlab release runner",
-            with(gitlab_job(), |j| j.runner_id = Some("13".into())),
-            Some("release"),
-        ),
+        ("gitlab release runner", with(gitlab_job(), |j| j.runner_id = Some("13".into())), Some("release")),
         (
             "matches both tiers: the first listed wins",
             with(gitlab_job(), |j| {
@@ -246,11 +220,7 @@ fn runner_tiers_first_match_wins() {
             Some("hosted"),
         ),
         ("self-hosted runner of no tier", gitlab_job(), None),
-        (
-            "no runner claims at all",
-            Job::new("github", "1", "octo-org/octo-repo"),
-            None,
-        ),
+        ("no runner claims at all", Job::new("github", "1", "octo-org/octo-repo"), None),
     ];
     for (name, job, tier) in cases {
         assert_eq!(set.runner_tier(&job), tier, "case: {name}");
@@ -261,21 +231,9 @@ fn runner_tiers_first_match_wins() {
 fn runner_tier_condition() {
     let set = parse(&role_policy(TIERS, "[ { runner_tier: release } ]", "[]"));
     let cases: Vec<(&str, Job, &[&str])> = vec![
-        (
-            "in the tier",
-            with(gitlab_job(), |j| j.runner_id = Some("12".into())),
-            &[],
-        ),
-        (
-            "in another tier",
-            github_job(),
-            &["runner_tier: hosted is not one of the allowed values"],
-        ),
-        (
-            "in no tier",
-            gitlab_job(),
-            &["runner_tier: the job's runner is in no runner tier"],
-        ),
+        ("in the tier", with(gitlab_job(), |j| j.runner_id = Some("12".into())), &[]),
+        ("in another tier", github_job(), &["runner_tier: hosted is not one of the allowed values"]),
+        ("in no tier", gitlab_job(), &["runner_tier: the job's runner is in no runner tier"]),
     ];
     for (name, job, reasons) in cases {
         assert_eq!(reasons_for_r(&set, &job), reasons, "case: {name}");

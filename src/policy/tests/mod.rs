@@ -23,10 +23,8 @@ fn github_job() -> Job {
     job.ref_type = Some("branch".into());
     job.environment = Some("prod".into());
     job.event = Some("workflow_dispatch".into());
-    job.workflow_ref =
-        Some("octo-org/octo-repo/.github/workflows/deploy.yml@refs/heads/main".into());
-    job.job_workflow_ref =
-        Some("octo-org/octo-automation/.github/workflows/oidc.yml@refs/heads/main".into());
+    job.workflow_ref = Some("octo-org/octo-repo/.github/workflows/deploy.yml@refs/heads/main".into());
+    job.job_workflow_ref = Some("octo-org/octo-automation/.github/workflows/oidc.yml@refs/heads/main".into());
     job.runner_environment = Some("github-hosted".into());
     job.token_id = "example-id".into();
     job.expires_at = 1632493867;
@@ -95,11 +93,8 @@ fn claims(value: Value) -> serde_json::Map<String, Value> {
 }
 
 fn parse(text: &str) -> PolicySet {
-    PolicySet::parse(&[PolicyFile {
-        path: "policy.yaml",
-        text,
-    }])
-    .unwrap_or_else(|e| panic!("test policy must load: {e}\n{text}"))
+    PolicySet::parse(&[PolicyFile { path: "policy.yaml", text }])
+        .unwrap_or_else(|e| panic!("test policy must load: {e}\n{text}"))
 }
 
 /// A policy with one vault role `r` whose `allow:` and `deny:` lists are the given YAML flow
@@ -111,17 +106,11 @@ fn role_policy(tiers: &str, allow: &str, deny: &str) -> String {
 }
 
 /// `Ok(())` when every requested role is granted, else each refused role with its reasons.
-fn decide(
-    set: &PolicySet,
-    job: &Job,
-    requested: &[&str],
-) -> Result<Vec<String>, Vec<(String, Vec<String>)>> {
+fn decide(set: &PolicySet, job: &Job, requested: &[&str]) -> Result<Vec<String>, Vec<(String, Vec<String>)>> {
     let requested: Vec<String> = requested.iter().map(|r| (*r).to_owned()).collect();
     match set.decide(job, &requested) {
         Decision::Granted(roles) => Ok(roles.iter().map(|r| r.name.clone()).collect()),
-        Decision::Denied(denials) => {
-            Err(denials.into_iter().map(|d| (d.role, d.reasons)).collect())
-        }
+        Decision::Denied(denials) => Err(denials.into_iter().map(|d| (d.role, d.reasons)).collect()),
     }
 }
 
@@ -129,10 +118,7 @@ fn decide(
 fn reasons_for_r(set: &PolicySet, job: &Job) -> Vec<String> {
     match decide(set, job, &["r"]) {
         Ok(_) => Vec::new(),
-        Err(denials) => denials
-            .into_iter()
-            .flat_map(|(_, reasons)| reasons)
-            .collect(),
+        Err(denials) => denials.into_iter().flat_map(|(_, reasons)| reasons).collect(),
     }
 }
 

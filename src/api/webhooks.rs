@@ -1,0 +1,62 @@
+//! `POST /v1/webhooks/{github,gitlab,buildkite}` and `POST /v1/jobs/self/revoke`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use secrecy::ExposeSecret;
+use serde_json::json;
+
+use super::ApiError;
+use super::body::read_limited;
+use super::credentials::bearer_token;
+use crate::lifecycle::Broker;
+use crate::lifecycle::webhooks::{WebhookOutcome, WebhookSource};
+
+/// Webhook bodies larger than any job event are refused.
+pub const MAX_WEBHOOK_BYTES: usize = 1024 * 1024;
+
+pub async fn github(State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    receive(&broker, WebhookSource::Github, &headers, body).await
+}
+
+pub async fn gitlab(State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    receive(&broker, WebhookSource::Gitlab, &headers, body).await
+}
+
+pub async fn buildkite(
+    State(broker): State<Arc<Broker>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    receive(&broker, WebhookSource::Buildkite, &headers, body).await
+}
+
+async fn receive(
+    broker: &Broker,
+    source: WebhookSource,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let body = read_limited(body, MAX_WEBHOOK_BYTES).await?;
+    let outcome = broker.webhook(source, headers, &body).await?;
+    tracing::info!(source = source.name(), outcome = ?outcome, "webhook");
+    Ok(match outcome {
+        WebhookOutcome::Ended(ended) => (StatusCode::OK, Json(ended)).into_response(),
+        WebhookOutcome::Ignored(reason) => {
+            (StatusCode::ACCEPTED, Json(json!({ "status": "ignored", "reason": reason }))).into_response()
+        }
+        WebhookOutcome::Duplicate => {
+            (StatusCode::ACCEPTED, Json(json!({ "status": "duplicate_delivery" }))).into_response()
+        }
+    })
+}
+
+pub async fn revoke_own_job(State(broker): State<Arc<Broker>>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let token = bearer_token(&headers)?;
+    let ended = broker.end_own_job(token.expose_secret()).await?;
+    Ok((StatusCode::OK, Json(ended)).into_response())
+}

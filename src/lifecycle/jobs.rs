@@ -1,0 +1,69 @@
+//! Ending a job: by the CI system's completion webhook or by the job itself. The end is
+//! durable before it is acknowledged; revocation follows through the queue.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::{Broker, Error};
+use crate::store::{EndOutcome, now};
+
+/// Who ended a job, as recorded and logged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndedBy {
+    Webhook(&'static str),
+    TheJobItself,
+}
+
+impl fmt::Display for EndedBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Webhook(ci) => write!(f, "webhook:{ci}"),
+            Self::TheJobItself => f.write_str("self"),
+        }
+    }
+}
+
+/// What ending a job did: how many of its credentials are now being revoked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct JobEnd {
+    pub job_id: String,
+    pub revoked: u64,
+}
+
+impl Broker {
+    /// Ends `job_id` of `issuer`. With a webhook `delivery` (source, id) that was applied before,
+    /// nothing changes and `None` is returned.
+    pub async fn end_job(
+        &self,
+        issuer: &str,
+        job_id: &str,
+        ended_by: EndedBy,
+        delivery: Option<(&str, &str)>,
+        token_expires_at: Option<i64>,
+    ) -> Result<Option<JobEnd>, Error> {
+        let retention = self.lifecycle.retention.as_secs() as i64;
+        let keep_until = now().max(token_expires_at.unwrap_or(0)) + retention;
+        let by = ended_by.to_string();
+        match self.store.end_job(issuer, job_id, &by, delivery, keep_until).await? {
+            EndOutcome::Duplicate => {
+                tracing::info!(%issuer, %job_id, ended_by = %by, "duplicate webhook delivery ignored");
+                Ok(None)
+            }
+            EndOutcome::Ended { revoking } => {
+                tracing::info!(%issuer, %job_id, ended_by = %by, revoking, "job ended");
+                if revoking > 0 {
+                    self.revocations.wake();
+                }
+                Ok(Some(JobEnd { job_id: job_id.to_owned(), revoked: revoking }))
+            }
+        }
+    }
+
+    /// The job presents one of its own valid tokens (an exchanged one is fine) to end itself.
+    pub async fn end_own_job(&self, token: &str) -> Result<JobEnd, Error> {
+        let job = self.verifier.verify(token).await?;
+        let ended = self.end_job(&job.issuer, &job.job_id, EndedBy::TheJobItself, None, Some(job.expires_at)).await?;
+        Ok(ended.unwrap_or(JobEnd { job_id: job.job_id, revoked: 0 }))
+    }
+}

@@ -1,0 +1,39 @@
+//! GitHub `workflow_job` webhooks, signed with `X-Hub-Signature-256`.
+
+use axum::http::HeaderMap;
+use secrecy::SecretString;
+use serde::Deserialize;
+
+use super::signature::hmac_sha256_matches;
+use super::{Verdict, header, parse};
+use crate::lifecycle::Error;
+
+#[derive(Deserialize)]
+struct Delivery {
+    action: String,
+    workflow_job: WorkflowJob,
+}
+
+#[derive(Deserialize)]
+struct WorkflowJob {
+    id: u64,
+}
+
+pub fn read(headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<Verdict, Error> {
+    let signature = header(headers, "x-hub-signature-256").and_then(|s| s.strip_prefix("sha256="));
+    if !signature.is_some_and(|signature| hmac_sha256_matches(secret, &[body], signature)) {
+        return Err(Error::InvalidSignature);
+    }
+    let event = header(headers, "x-github-event").unwrap_or_default();
+    if event != "workflow_job" {
+        return Ok(Verdict::Ignore(format!("event `{event}` is not workflow_job")));
+    }
+    let delivery: Delivery = parse(body)?;
+    if delivery.action != "completed" {
+        return Ok(Verdict::Ignore(format!("action `{}` does not end the job", delivery.action)));
+    }
+    Ok(Verdict::End {
+        job_id: delivery.workflow_job.id.to_string(),
+        delivery_id: header(headers, "x-github-delivery").map(str::to_owned),
+    })
+}

@@ -1,0 +1,151 @@
+//! Jobs: seen by an exchange, ended by a webhook or by the job itself.
+
+use serde::Serialize;
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::{Error, Store, now, now_ms};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    Active,
+    Ended,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct JobRecord {
+    pub issuer: String,
+    pub job_id: String,
+    pub repository: Option<String>,
+    pub state: JobState,
+    pub ended_by: Option<String>,
+    /// Unix seconds.
+    pub ended_at: Option<i64>,
+    pub first_seen_at: i64,
+    pub leases: i64,
+    pub leases_revoking: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndOutcome {
+    /// This webhook delivery was applied before; nothing changed.
+    Duplicate,
+    /// The job is ended; this many of its leases were queued for revocation now.
+    Ended { revoking: u64 },
+}
+
+impl Store {
+    /// Ends a job: records it as ended (even if never seen, so a later exchange is refused)
+    /// and moves every pending or active lease of it to `revoking`, in one transaction, so the
+    /// intent to revoke is durable before any backend is called. With a webhook `delivery`
+    /// (source, id), a delivery applied before is a `Duplicate`.
+    pub async fn end_job(
+        &self,
+        issuer: &str,
+        job_id: &str,
+        ended_by: &str,
+        delivery: Option<(&str, &str)>,
+        keep_until: i64,
+    ) -> Result<EndOutcome, Error> {
+        let (now, now_ms) = (now(), now_ms());
+        let mut tx = self.pool.begin().await?;
+        if let Some((source, delivery_id)) = delivery {
+            let fresh = sqlx::query(
+                "INSERT INTO webhook_deliveries (source, delivery_id, received_at) VALUES (?, ?, ?)
+                 ON CONFLICT (source, delivery_id) DO NOTHING",
+            )
+            .bind(source)
+            .bind(delivery_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if fresh == 0 {
+                return Ok(EndOutcome::Duplicate);
+            }
+        }
+        sqlx::query(
+            "INSERT INTO jobs (issuer, job_id, state, ended_by, ended_at, first_seen_at, keep_until)
+             VALUES (?, ?, 'ended', ?, ?, ?, ?)
+             ON CONFLICT (issuer, job_id) DO UPDATE SET
+                 state = 'ended',
+                 ended_by = COALESCE(jobs.ended_by, excluded.ended_by),
+                 ended_at = COALESCE(jobs.ended_at, excluded.ended_at),
+                 keep_until = MAX(jobs.keep_until, excluded.keep_until)",
+        )
+        .bind(issuer)
+        .bind(job_id)
+        .bind(ended_by)
+        .bind(now)
+        .bind(now)
+        .bind(keep_until)
+        .execute(&mut *tx)
+        .await?;
+        let revoking = sqlx::query(
+            "UPDATE leases SET state = 'revoking', revoke_requested_at = ?, next_attempt_at = 0, updated_at = ?
+             WHERE issuer = ? AND job_id = ? AND state IN ('pending', 'active')",
+        )
+        .bind(now_ms)
+        .bind(now)
+        .bind(issuer)
+        .bind(job_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        Ok(EndOutcome::Ended { revoking })
+    }
+
+    pub async fn jobs(&self, limit: i64) -> Result<Vec<JobRecord>, Error> {
+        let rows = sqlx::query(
+            "SELECT j.issuer, j.job_id, j.repository, j.state, j.ended_by, j.ended_at, j.first_seen_at,
+                    COUNT(l.id) AS leases,
+                    COALESCE(SUM(CASE WHEN l.state = 'revoking' THEN 1 ELSE 0 END), 0) AS leases_revoking
+             FROM jobs j LEFT JOIN leases l ON l.issuer = j.issuer AND l.job_id = j.job_id
+             GROUP BY j.issuer, j.job_id
+             ORDER BY j.first_seen_at DESC, j.job_id LIMIT ?",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(job_from_row).collect()
+    }
+
+    /// Forgets jobs past their retention that hold no lease any more, and old webhook deliveries.
+    pub async fn prune_jobs(&self, now: i64, deliveries_before: i64) -> Result<u64, Error> {
+        let jobs = sqlx::query(
+            "DELETE FROM jobs WHERE keep_until < ? AND NOT EXISTS
+                 (SELECT 1 FROM leases l WHERE l.issuer = jobs.issuer AND l.job_id = jobs.job_id)",
+        )
+        .bind(now)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        sqlx::query("DELETE FROM webhook_deliveries WHERE received_at < ?")
+            .bind(deliveries_before)
+            .execute(&self.pool)
+            .await?;
+        Ok(jobs)
+    }
+}
+
+fn job_from_row(row: &SqliteRow) -> Result<JobRecord, Error> {
+    let state: String = row.try_get("state")?;
+    let state = match state.as_str() {
+        "active" => JobState::Active,
+        "ended" => JobState::Ended,
+        other => return Err(Error::Corrupt(format!("unknown job state `{other}`"))),
+    };
+    Ok(JobRecord {
+        issuer: row.try_get("issuer")?,
+        job_id: row.try_get("job_id")?,
+        repository: row.try_get("repository")?,
+        state,
+        ended_by: row.try_get("ended_by")?,
+        ended_at: row.try_get("ended_at")?,
+        first_seen_at: row.try_get("first_seen_at")?,
+        leases: row.try_get("leases")?,
+        leases_revoking: row.try_get("leases_revoking")?,
+    })
+}

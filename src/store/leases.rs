@@ -1,0 +1,227 @@
+//! Leases, and the revocation queue kept on them: a lease in state `revoking` is a task.
+
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::{Error, Lease, LeaseBegun, LeaseState, NewLease, Store, now, now_ms};
+use crate::backends::RevokeHandle;
+
+const LEASE_COLUMNS: &str = "id, issuer, job_id, role, backend, handle, state, expires_at, attempts, last_error, \
+                             revoke_requested_at, updated_at";
+
+impl Store {
+    /// Writes the intent to mint, before the backend is asked, unless the job has ended. The job
+    /// is recorded as seen in the same transaction, so an end racing with this exchange either
+    /// finds this lease (and revokes it) or is found by it.
+    pub async fn begin_lease(&self, lease: &NewLease<'_>) -> Result<LeaseBegun, Error> {
+        let now = now();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until)
+             VALUES (?, ?, ?, 'active', ?, ?)
+             ON CONFLICT (issuer, job_id) DO UPDATE SET
+                 repository = COALESCE(jobs.repository, excluded.repository),
+                 keep_until = MAX(jobs.keep_until, excluded.keep_until)",
+        )
+        .bind(lease.issuer)
+        .bind(lease.job_id)
+        .bind(lease.repository)
+        .bind(now)
+        .bind(lease.job_keep_until)
+        .execute(&mut *tx)
+        .await?;
+        let state: String = sqlx::query_scalar("SELECT state FROM jobs WHERE issuer = ? AND job_id = ?")
+            .bind(lease.issuer)
+            .bind(lease.job_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        if state == "ended" {
+            return Ok(LeaseBegun::JobEnded);
+        }
+        sqlx::query(
+            "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, NULL, 'pending', ?, ?, ?)",
+        )
+        .bind(lease.id)
+        .bind(lease.issuer)
+        .bind(lease.job_id)
+        .bind(lease.role)
+        .bind(lease.backend)
+        .bind(now)
+        .bind(lease.expires_at)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(LeaseBegun::Begun)
+    }
+
+    /// Records the handle of a minted credential. A pending lease becomes active; a lease whose
+    /// job ended meanwhile stays `revoking`, now with the handle the queue needs. Returns the
+    /// lease's state afterwards.
+    pub async fn activate_lease(&self, id: &str, handle: &RevokeHandle) -> Result<LeaseState, Error> {
+        let handle = serde_json::to_string(handle).map_err(|e| Error::Corrupt(e.to_string()))?;
+        let state: Option<String> = sqlx::query_scalar(
+            "UPDATE leases SET handle = ?, updated_at = ?,
+                 state = CASE WHEN state = 'pending' THEN 'active' ELSE state END
+             WHERE id = ? RETURNING state",
+        )
+        .bind(handle)
+        .bind(now())
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        let state = state.ok_or_else(|| Error::Corrupt(format!("lease {id} vanished")))?;
+        state.parse().map_err(Error::Corrupt)
+    }
+
+    /// Queues one lease for revocation (e.g. minted for an exchange that then failed).
+    pub async fn request_revocation(&self, id: &str) -> Result<(), Error> {
+        sqlx::query(
+            "UPDATE leases SET state = 'revoking', revoke_requested_at = ?, next_attempt_at = 0, updated_at = ?
+             WHERE id = ? AND state IN ('pending', 'active')",
+        )
+        .bind(now_ms())
+        .bind(now())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn set_lease_state(&self, id: &str, state: LeaseState) -> Result<(), Error> {
+        sqlx::query("UPDATE leases SET state = ?, updated_at = ? WHERE id = ?")
+            .bind(state.as_str())
+            .bind(now())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn leases_of_job(&self, issuer: &str, job_id: &str) -> Result<Vec<Lease>, Error> {
+        let sql = format!("SELECT {LEASE_COLUMNS} FROM leases WHERE issuer = ? AND job_id = ? ORDER BY created_at, id");
+        let rows = sqlx::query(&sql).bind(issuer).bind(job_id).fetch_all(&self.pool).await?;
+        rows.iter().map(lease_from_row).collect()
+    }
+
+    /// The most recent leases, optionally only those in `state`.
+    pub async fn leases(&self, state: Option<LeaseState>, limit: i64) -> Result<Vec<Lease>, Error> {
+        let sql = format!(
+            "SELECT {LEASE_COLUMNS} FROM leases WHERE (? IS NULL OR state = ?) ORDER BY created_at DESC, id LIMIT ?"
+        );
+        let state = state.map(LeaseState::as_str);
+        let rows = sqlx::query(&sql).bind(state).bind(state).bind(limit).fetch_all(&self.pool).await?;
+        rows.iter().map(lease_from_row).collect()
+    }
+
+    /// Claims up to `limit` revocation tasks that are due, for `claim_ms`: no other worker takes
+    /// them until the claim lapses, so a worker that dies mid-task delays its tasks, never loses them.
+    pub async fn claim_revocations(&self, limit: i64, claim_ms: i64) -> Result<Vec<Lease>, Error> {
+        let now_ms = now_ms();
+        let sql = format!(
+            "UPDATE leases SET claimed_until = ? WHERE id IN (
+                 SELECT id FROM leases
+                 WHERE state = 'revoking' AND handle IS NOT NULL AND next_attempt_at <= ? AND claimed_until <= ?
+                 ORDER BY next_attempt_at LIMIT ?)
+             RETURNING {LEASE_COLUMNS}"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(now_ms + claim_ms)
+            .bind(now_ms)
+            .bind(now_ms)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(lease_from_row).collect()
+    }
+
+    /// The backend confirmed: the lease is revoked.
+    pub async fn confirm_revocation(&self, id: &str) -> Result<(), Error> {
+        sqlx::query(
+            "UPDATE leases SET state = 'revoked', attempts = attempts + 1, last_error = NULL, claimed_until = 0,
+                 updated_at = ?
+             WHERE id = ? AND state = 'revoking'",
+        )
+        .bind(now())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The attempt failed: the task stays queued, due again at `next_attempt_at` (unix ms).
+    pub async fn retry_revocation(&self, id: &str, error: &str, next_attempt_at: i64) -> Result<(), Error> {
+        sqlx::query(
+            "UPDATE leases SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, claimed_until = 0,
+                 updated_at = ?
+             WHERE id = ? AND state = 'revoking'",
+        )
+        .bind(error)
+        .bind(next_attempt_at)
+        .bind(now())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn count_leases(&self, state: LeaseState) -> Result<i64, Error> {
+        let count = sqlx::query_scalar("SELECT COUNT(*) FROM leases WHERE state = ?")
+            .bind(state.as_str())
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(count)
+    }
+
+    /// Leases whose credential has expired by itself need no backend call: they become
+    /// `expired`. One still being revoked is given `revoking_grace` seconds more, in case the
+    /// backend's clock is behind ours.
+    pub async fn expire_leases(&self, now: i64, revoking_grace: i64) -> Result<u64, Error> {
+        let expired = sqlx::query(
+            "UPDATE leases SET state = 'expired', claimed_until = 0, updated_at = ?
+             WHERE (state IN ('pending', 'active') AND expires_at < ?) OR (state = 'revoking' AND expires_at < ?)",
+        )
+        .bind(now)
+        .bind(now)
+        .bind(now - revoking_grace)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(expired)
+    }
+
+    /// Forgets leases that reached a final state before `before` (unix seconds).
+    pub async fn prune_leases(&self, before: i64) -> Result<u64, Error> {
+        let deleted =
+            sqlx::query("DELETE FROM leases WHERE state IN ('revoked', 'expired', 'failed') AND updated_at < ?")
+                .bind(before)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+        Ok(deleted)
+    }
+}
+
+fn lease_from_row(row: &SqliteRow) -> Result<Lease, Error> {
+    let handle: Option<String> = row.try_get("handle")?;
+    let handle = handle
+        .map(|h| serde_json::from_str(&h))
+        .transpose()
+        .map_err(|e| Error::Corrupt(format!("lease handle: {e}")))?;
+    let state: String = row.try_get("state")?;
+    Ok(Lease {
+        id: row.try_get("id")?,
+        issuer: row.try_get("issuer")?,
+        job_id: row.try_get("job_id")?,
+        role: row.try_get("role")?,
+        backend: row.try_get("backend")?,
+        handle,
+        state: state.parse().map_err(Error::Corrupt)?,
+        expires_at: row.try_get("expires_at")?,
+        attempts: row.try_get("attempts")?,
+        last_error: row.try_get("last_error")?,
+        revoke_requested_at: row.try_get("revoke_requested_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}

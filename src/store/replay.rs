@@ -1,0 +1,31 @@
+//! Tokens already exchanged.
+
+use super::{Error, Store};
+
+impl Store {
+    /// Records that a token was exchanged. False when it already was: a replay.
+    pub async fn record_exchange(&self, issuer: &str, token_id: &str, expires_at: i64) -> Result<bool, Error> {
+        let inserted = sqlx::query(
+            "INSERT INTO exchanged_tokens (issuer, token_id, expires_at) VALUES (?, ?, ?)
+             ON CONFLICT (issuer, token_id) DO NOTHING",
+        )
+        .bind(issuer)
+        .bind(token_id)
+        .bind(expires_at)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(inserted == 1)
+    }
+
+    /// Forgets exchanged tokens that expired before `before` (unix seconds): they can no longer
+    /// verify, so they can no longer be replayed.
+    pub async fn prune_exchanged_tokens(&self, before: i64) -> Result<u64, Error> {
+        let deleted = sqlx::query("DELETE FROM exchanged_tokens WHERE expires_at < ?")
+            .bind(before)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        Ok(deleted)
+    }
+}
