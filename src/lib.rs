@@ -6,6 +6,7 @@ pub mod backends;
 pub mod config;
 pub mod dev;
 pub mod identity;
+pub mod inspect;
 pub mod job;
 pub mod lifecycle;
 pub mod net;

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use ci_creds::config::Config;
 use ci_creds::dev::{DevIssuer, SigningKey, live_claims};
+use ci_creds::inspect::{self, Format};
+use ci_creds::store::{LeaseState, Store};
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 use tracing_subscriber::EnvFilter;
@@ -29,9 +31,48 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         config: PathBuf,
     },
+    /// Jobs the broker has seen or ended, from its store.
+    #[command(subcommand)]
+    Jobs(JobsCommand),
+    /// Leases (one per minted credential) and their revocation state, from the broker's store.
+    #[command(subcommand)]
+    Leases(LeasesCommand),
     /// Local development helpers (loopback only; never part of a production deployment).
     #[command(subcommand)]
     Dev(DevCommand),
+}
+
+#[derive(Subcommand)]
+enum JobsCommand {
+    /// Most recent first.
+    List {
+        #[arg(long, value_name = "PATH")]
+        config: PathBuf,
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+    },
+}
+
+#[derive(Subcommand)]
+enum LeasesCommand {
+    /// Most recent first.
+    List {
+        #[arg(long, value_name = "PATH")]
+        config: PathBuf,
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+        /// Only leases in this state (pending, active, revoking, revoked, expired, failed).
+        #[arg(long, value_parser = parse_lease_state)]
+        state: Option<LeaseState>,
+    },
+}
+
+fn parse_lease_state(text: &str) -> Result<LeaseState, String> {
+    text.parse()
 }
 
 #[derive(Subcommand)]
@@ -74,6 +115,14 @@ async fn main() -> Result<()> {
         Command::Serve { config } => {
             let config = Config::load(&config)?;
             ci_creds::server::serve(config).await?;
+        }
+        Command::Jobs(JobsCommand::List { config, format, limit }) => {
+            let store = Store::connect(&Config::load(&config)?.store.url).await?;
+            print!("{}", inspect::jobs(&store, limit, format).await?);
+        }
+        Command::Leases(LeasesCommand::List { config, format, limit, state }) => {
+            let store = Store::connect(&Config::load(&config)?.store.url).await?;
+            print!("{}", inspect::leases(&store, state, limit, format).await?);
         }
         Command::Dev(DevCommand::Issuer { dir, listen }) => run_dev_issuer(&dir, listen).await?,
         Command::Dev(DevCommand::Token { dir, claims, audience, overrides, lifetime_seconds }) => {

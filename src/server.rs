@@ -38,6 +38,10 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
     let policy = config::load_policies(&config.policy_dir)?;
     check_backends(&policy, config)?;
     let store = store::Store::connect(&config.store.url).await?;
+    let released = store.release_claims().await?;
+    if released > 0 {
+        tracing::warn!(released, "resuming revocations a previous broker process had claimed");
+    }
     let http = HttpClient::new()?;
     let vault = config.vault.as_ref().map(|vault| VaultBackend::new(vault, http.clone())).transpose()?;
     let verifier = Verifier::new(config.audience.clone(), config.issuers.clone(), http);

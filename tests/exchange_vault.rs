@@ -21,7 +21,7 @@ async fn mints_a_vault_token_bound_to_the_job() {
     let credential = &body["credentials"][0];
     assert_eq!(credential["role"], "deploy-prod");
     assert_eq!(credential["backend"], "vault");
-    assert_eq!(credential["vault"]["address"], stack.bao.address);
+    assert_eq!(credential["vault"]["address"], stack.vault_proxy.address);
     let expires_at = time::OffsetDateTime::parse(
         credential["expires_at"].as_str().unwrap(),
         &time::format_description::well_known::Rfc3339,

@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ci_creds::store::LeaseState;
 use serde_json::{Value, json};
@@ -13,44 +13,17 @@ use support::{claims_for, fixture, github_token};
 
 const GITHUB_JOB: &str = "289782451";
 
-async fn accessors(stack: &Stack, token: &str, roles: &[&str]) -> Vec<String> {
-    let (status, answer) = stack.broker.exchange(token, &json!({ "roles": roles })).await;
-    assert_eq!(status, 200, "{answer}");
-    answer["credentials"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["vault"]["accessor"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-/// Waits until no token of `accessors` is alive in OpenBao; returns how long that took.
-async fn until_revoked(stack: &Stack, accessors: &[String], limit: Duration) -> Duration {
-    let started = Instant::now();
-    loop {
-        let mut alive = false;
-        for accessor in accessors {
-            alive |= stack.bao.accessor_alive(accessor).await;
-        }
-        if !alive {
-            return started.elapsed();
-        }
-        assert!(started.elapsed() < limit, "credentials still alive after {limit:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn github_completion_revokes_every_credential_and_ends_the_job() {
     let stack = Stack::start().await;
-    let live = accessors(&stack, &github_token(&stack.github, |_| {}), &["deploy-prod", "read-config"]).await;
+    let live = stack.accessors(&github_token(&stack.github, |_| {}), &["deploy-prod", "read-config"]).await;
     assert!(stack.bao.accessor_alive(&live[0]).await && stack.bao.accessor_alive(&live[1]).await);
 
     let delivery = body(&fixture("github-workflow-job-completed.json"));
     let (status, answer) = stack.broker.post("/v1/webhooks/github", &github_headers(&delivery, "d-1"), delivery).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer, json!({"job_id": GITHUB_JOB, "revoked": 2}));
-    until_revoked(&stack, &live, Duration::from_secs(5)).await;
+    stack.until_revoked(&live, Duration::from_secs(5)).await;
     let leases = stack.leases("github", GITHUB_JOB).await;
     assert!(leases.iter().all(|l| l.state == LeaseState::Revoked), "{leases:?}");
 
@@ -62,7 +35,7 @@ async fn github_completion_revokes_every_credential_and_ends_the_job() {
 #[tokio::test(flavor = "multi_thread")]
 async fn refuses_a_bad_signature_and_changes_nothing() {
     let stack = Stack::start().await;
-    let live = accessors(&stack, &github_token(&stack.github, |_| {}), &["read-config"]).await;
+    let live = stack.accessors(&github_token(&stack.github, |_| {}), &["read-config"]).await;
     let delivery = body(&fixture("github-workflow-job-completed.json"));
     let mut forged = github_headers(b"another body", "d-1");
     let missing: Vec<_> =
@@ -118,7 +91,7 @@ async fn remembers_the_end_of_a_job_it_has_not_seen() {
 async fn gitlab_job_hook_ends_the_job_on_a_final_status() {
     let stack = Stack::start().await;
     let token = stack.gitlab.sign(&claims_for(&stack.gitlab, "gitlab-token-claims.json", |_| {})).unwrap();
-    let live = accessors(&stack, &token, &["read-config"]).await;
+    let live = stack.accessors(&token, &["read-config"]).await;
 
     let mut running = fixture("gitlab-job-hook.json");
     running["build_status"] = json!("running");
@@ -132,14 +105,14 @@ async fn gitlab_job_hook_ends_the_job_on_a_final_status() {
 
     let (status, answer) = stack.broker.post("/v1/webhooks/gitlab", &gitlab_headers(), hook).await;
     assert_eq!((status, answer), (200, json!({"job_id": "302", "revoked": 1})));
-    until_revoked(&stack, &live, Duration::from_secs(5)).await;
+    stack.until_revoked(&live, Duration::from_secs(5)).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn buildkite_job_finished_is_accepted_signed_or_with_the_token() {
     let stack = Stack::start().await;
     let token = stack.buildkite.sign(&claims_for(&stack.buildkite, "buildkite-token-claims.json", |_| {})).unwrap();
-    let live = accessors(&stack, &token, &["read-config"]).await;
+    let live = stack.accessors(&token, &["read-config"]).await;
     let finished = body(&fixture("buildkite-job-finished.json"));
     let now = ci_creds::store::now();
 
@@ -150,7 +123,7 @@ async fn buildkite_job_finished_is_accepted_signed_or_with_the_token() {
         stack.broker.post("/v1/webhooks/buildkite", &buildkite_signed_headers(&finished, now), finished.clone()).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["job_id"], "0184990a-477b-4fa8-9968-496074483cee");
-    until_revoked(&stack, &live, Duration::from_secs(5)).await;
+    stack.until_revoked(&live, Duration::from_secs(5)).await;
 
     let plain = vec![
         ("x-buildkite-event", "job.finished".to_owned()),

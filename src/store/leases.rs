@@ -136,6 +136,16 @@ impl Store {
         rows.iter().map(lease_from_row).collect()
     }
 
+    /// Releases every claim. Only for a store one broker process owns (the embedded SQLite
+    /// store), at its start: claims still held then belonged to a process that died.
+    pub async fn release_claims(&self) -> Result<u64, Error> {
+        let released = sqlx::query("UPDATE leases SET claimed_until = 0 WHERE claimed_until > 0")
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        Ok(released)
+    }
+
     /// The backend confirmed: the lease is revoked.
     pub async fn confirm_revocation(&self, id: &str) -> Result<(), Error> {
         sqlx::query(

@@ -84,16 +84,6 @@ impl Bao {
         self.root(reqwest::Method::POST, "auth/token/lookup-accessor", Some(json!({ "accessor": accessor }))).await
     }
 
-    /// Freezes the server (SIGSTOP): connections hang, as in an outage, but its in-memory
-    /// state survives for `resume`.
-    pub fn pause(&self) {
-        assert!(signal(self.child.id(), "-STOP"), "pausing OpenBao");
-    }
-
-    pub fn resume(&self) {
-        assert!(signal(self.child.id(), "-CONT"), "resuming OpenBao");
-    }
-
     /// Whether a token with this accessor still exists.
     pub async fn accessor_alive(&self, accessor: &str) -> bool {
         self.lookup_accessor(accessor).await.0 == 200
@@ -105,14 +95,8 @@ impl Bao {
     }
 }
 
-fn signal(pid: u32, signal: &str) -> bool {
-    Command::new("kill").arg(signal).arg(pid.to_string()).status().is_ok_and(|status| status.success())
-}
-
 impl Drop for Bao {
     fn drop(&mut self) {
-        // A paused server must be resumed to die cleanly; a stopped one is already gone.
-        signal(self.child.id(), "-CONT");
         self.stop();
     }
 }

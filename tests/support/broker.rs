@@ -8,7 +8,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use super::bao::ROOT_TOKEN;
-use super::{AUDIENCE, wait_until};
+use super::{AUDIENCE, eventually};
 
 pub struct Broker {
     pub url: String,
@@ -70,7 +70,7 @@ impl Broker {
         let log_path = self.log_path();
         let starts_before = self.logs().matches("ci-creds listening").count();
         let mut address = None;
-        wait_until("broker", || {
+        let started = eventually(|| {
             let logs = std::fs::read_to_string(&log_path).unwrap_or_default();
             address = logs
                 .lines()
@@ -82,6 +82,7 @@ impl Broker {
             std::future::ready(address.is_some())
         })
         .await;
+        assert!(started, "the broker did not start; its log:\n{}", self.logs());
         self.url = format!("http://{}", address.unwrap_or_default());
     }
 

@@ -4,6 +4,7 @@
 
 pub mod bao;
 pub mod broker;
+pub mod proxy;
 pub mod stack;
 pub mod webhooks;
 
@@ -47,16 +48,25 @@ pub fn github_token(issuer: &DevIssuer, edit: impl FnOnce(&mut Value)) -> String
     issuer.sign(&claims_for(issuer, "github-token-claims.json", edit)).expect("signs")
 }
 
-pub async fn wait_until<F, Fut>(what: &str, mut ready: F)
+pub async fn wait_until<F, Fut>(what: &str, ready: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    assert!(eventually(ready).await, "{what} did not become ready in 15 s");
+}
+
+/// Whether `ready` holds within 15 s.
+pub async fn eventually<F, Fut>(mut ready: F) -> bool
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
     for _ in 0..300 {
         if ready().await {
-            return;
+            return true;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("{what} did not become ready in 15 s");
+    false
 }

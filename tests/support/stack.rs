@@ -1,12 +1,14 @@
 //! The full local stack for end-to-end tests: OpenBao, a GitHub-shaped issuer and the broker.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ci_creds::dev::DevIssuer;
 use ci_creds::store::{Lease, Store};
 
 use super::bao::Bao;
 use super::broker::{Broker, Setup};
+use super::proxy::Proxy;
 use super::start_issuer;
 
 /// Roles the end-to-end tests exchange for; `deploy-prod` is the example role.
@@ -84,6 +86,8 @@ sweep_interval = "1s"
 
 pub struct Stack {
     pub bao: Bao,
+    /// Between the broker and OpenBao: tests cut it to make an outage.
+    pub vault_proxy: Proxy,
     pub github: Arc<DevIssuer>,
     pub gitlab: Arc<DevIssuer>,
     pub buildkite: Arc<DevIssuer>,
@@ -99,6 +103,7 @@ impl Stack {
         bao.put_secret("config/app", serde_json::json!({ "colour": "blue" })).await;
         bao.put_secret("other/thing", serde_json::json!({ "x": "y" })).await;
         let github = start_issuer().await;
+        let vault_proxy = Proxy::start(&bao.address).await;
         let gitlab = start_issuer().await;
         let buildkite = start_issuer().await;
         let broker = Broker::start(&Setup {
@@ -107,12 +112,36 @@ impl Stack {
                 ("gitlab", "gitlab", gitlab.url()),
                 ("buildkite", "buildkite", buildkite.url()),
             ],
-            vault_address: &bao.address,
+            vault_address: &vault_proxy.address,
             policy: POLICY,
             extra_config: EXTRA_CONFIG,
         })
         .await;
-        Self { bao, github, gitlab, buildkite, broker }
+        Self { bao, vault_proxy, github, gitlab, buildkite, broker }
+    }
+
+    /// Exchanges `token` for `roles`; returns the minted Vault tokens' accessors.
+    pub async fn accessors(&self, token: &str, roles: &[&str]) -> Vec<String> {
+        let (status, answer) = self.broker.exchange(token, &serde_json::json!({ "roles": roles })).await;
+        assert_eq!(status, 200, "{answer}");
+        let credentials = answer["credentials"].as_array().expect("credentials");
+        credentials.iter().map(|c| c["vault"]["accessor"].as_str().expect("accessor").to_owned()).collect()
+    }
+
+    /// Waits until no token of `accessors` is alive in OpenBao; returns how long that took.
+    pub async fn until_revoked(&self, accessors: &[String], limit: Duration) -> Duration {
+        let started = Instant::now();
+        loop {
+            let mut alive = false;
+            for accessor in accessors {
+                alive |= self.bao.accessor_alive(accessor).await;
+            }
+            if !alive {
+                return started.elapsed();
+            }
+            assert!(started.elapsed() < limit, "credentials still alive after {limit:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// The leases the broker recorded for a job, read from its database.

@@ -1,0 +1,94 @@
+//! `ci-creds jobs list` and `ci-creds leases list`: what the store says about jobs and leases,
+//! as a table for people or JSON for scripts. Reads the store only; needs no secrets.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::store::{JobRecord, Lease, LeaseState, Store};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+pub async fn jobs(store: &Store, limit: i64, format: Format) -> Result<String, crate::store::Error> {
+    let jobs = store.jobs(limit).await?;
+    Ok(match format {
+        Format::Json => to_json(&jobs),
+        Format::Table => table(
+            &["ISSUER", "JOB", "REPOSITORY", "STATE", "ENDED BY", "ENDED AT", "LEASES", "REVOKING"],
+            jobs.iter().map(job_row).collect(),
+        ),
+    })
+}
+
+pub async fn leases(
+    store: &Store,
+    state: Option<LeaseState>,
+    limit: i64,
+    format: Format,
+) -> Result<String, crate::store::Error> {
+    let leases = store.leases(state, limit).await?;
+    Ok(match format {
+        Format::Json => to_json(&leases),
+        Format::Table => table(
+            &["LEASE", "ISSUER", "JOB", "ROLE", "BACKEND", "STATE", "EXPIRES AT", "ATTEMPTS", "LAST ERROR"],
+            leases.iter().map(lease_row).collect(),
+        ),
+    })
+}
+
+fn job_row(job: &JobRecord) -> Vec<String> {
+    vec![
+        job.issuer.clone(),
+        job.job_id.clone(),
+        job.repository.clone().unwrap_or_default(),
+        format!("{:?}", job.state).to_lowercase(),
+        job.ended_by.clone().unwrap_or_default(),
+        job.ended_at.map(timestamp).unwrap_or_default(),
+        job.leases.to_string(),
+        job.leases_revoking.to_string(),
+    ]
+}
+
+fn lease_row(lease: &Lease) -> Vec<String> {
+    vec![
+        lease.id.clone(),
+        lease.issuer.clone(),
+        lease.job_id.clone(),
+        lease.role.clone(),
+        lease.backend.clone(),
+        lease.state.to_string(),
+        timestamp(lease.expires_at),
+        lease.attempts.to_string(),
+        lease.last_error.clone().unwrap_or_default(),
+    ]
+}
+
+fn timestamp(unix: i64) -> String {
+    let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
+    time::OffsetDateTime::from_unix_timestamp(unix).ok().and_then(|t| t.format(&format).ok()).unwrap_or_default()
+}
+
+fn to_json<T: Serialize>(rows: &[T]) -> String {
+    serde_json::to_string_pretty(rows).unwrap_or_else(|_| "[]".into())
+}
+
+/// Columns padded to their widest cell.
+fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let header_cells: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+    for row in std::iter::once(&header_cells).chain(&rows) {
+        let line: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+    out
+}
