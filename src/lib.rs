@@ -10,5 +10,6 @@ pub mod job;
 pub mod lifecycle;
 pub mod net;
 pub mod policy;
+pub mod policy_cli;
 pub mod server;
 pub mod store;
