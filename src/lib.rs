@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod backends;
+pub mod client;
 pub mod config;
 pub mod dev;
 pub mod identity;

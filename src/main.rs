@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use ci_creds::client;
 use ci_creds::config::Config;
 use ci_creds::dev::{DevIssuer, SigningKey, live_claims};
 use ci_creds::job::CiKind;
@@ -31,6 +32,12 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         config: PathBuf,
     },
+    /// Inside a CI job: exchange the job's OIDC token for credentials and print or write them.
+    #[command(after_help = client::EXIT_CODES_HELP)]
+    Get(client::GetArgs),
+    /// Inside a CI job: end the job at the broker, revoking every credential it got.
+    #[command(after_help = client::EXIT_CODES_HELP)]
+    Revoke(client::RevokeArgs),
     /// Local development helpers (loopback only; never part of a production deployment).
     #[command(subcommand)]
     Dev(DevCommand),
@@ -131,8 +138,20 @@ async fn main() -> Result<()> {
             );
         }
         Command::Policy(command) => run_policy(command)?,
+        Command::Get(args) => exit_with(client::get(args).await),
+        Command::Revoke(args) => exit_with(client::revoke(args).await),
     }
     Ok(())
+}
+
+fn exit_with(result: Result<(), client::Error>) -> ! {
+    match result {
+        Ok(()) => std::process::exit(0),
+        Err(error) => {
+            eprintln!("ci-creds: {error}");
+            std::process::exit(error.exit_code())
+        }
+    }
 }
 
 fn run_policy(command: PolicyCommand) -> Result<()> {
