@@ -8,8 +8,7 @@ use anyhow::{Context, Result, bail};
 use ci_creds::client;
 use ci_creds::config::Config;
 use ci_creds::dev::{DevIssuer, SigningKey, live_claims};
-use ci_creds::job::CiKind;
-use ci_creds::policy_cli::{self, MappingChoice};
+use ci_creds::policy_cli;
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 use tracing_subscriber::EnvFilter;
@@ -43,43 +42,7 @@ enum Command {
     Dev(DevCommand),
     /// Check, explain and test policy files; no broker needed. Exit 0 ok, 1 errors or failures, 2 usage.
     #[command(subcommand)]
-    Policy(PolicyCommand),
-}
-
-#[derive(Subcommand)]
-enum PolicyCommand {
-    /// Load every policy file of DIR (default `policy`); report errors with file:line and risky rules.
-    Check { dir: Option<PathBuf> },
-    /// Judge a claim set (a decoded token payload) against roles, printing every rule and condition.
-    Explain {
-        #[arg(long, value_name = "FILE.json")]
-        claims: PathBuf,
-        /// Roles to explain (repeat or comma-separate); every role when omitted.
-        #[arg(long, value_delimiter = ',')]
-        role: Vec<String>,
-        #[command(flatten)]
-        mapping: MappingArgs,
-        dir: Option<PathBuf>,
-    },
-    /// Run the `*_test.yaml` tables of DIR against its policies; print `N passed, M failed`.
-    Test {
-        #[command(flatten)]
-        mapping: MappingArgs,
-        dir: Option<PathBuf>,
-    },
-}
-
-/// Which issuer claims belong to; inferred from well-known `iss` values and claim shapes when unset.
-#[derive(clap::Args)]
-struct MappingArgs {
-    /// The broker's config: `iss` is looked up in its `[[issuers]]`; DIR defaults to its `policy_dir`.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["issuer", "kind"])]
-    config: Option<PathBuf>,
-    /// The configured issuer name policy rules use (with --kind).
-    #[arg(long, requires = "kind")]
-    issuer: Option<String>,
-    #[arg(long, requires = "issuer", value_parser = policy_cli::parse_kind)]
-    kind: Option<CiKind>,
+    Policy(policy_cli::PolicyCommand),
 }
 
 #[derive(Subcommand)]
@@ -137,7 +100,13 @@ async fn main() -> Result<()> {
                 dev_token(&dir, &claims, &audience, &overrides, lifetime_seconds)?
             );
         }
-        Command::Policy(command) => run_policy(command)?,
+        Command::Policy(command) => {
+            let report = policy_cli::run(command)?;
+            print!("{}", report.text);
+            if !report.ok {
+                std::process::exit(1);
+            }
+        }
         Command::Get(args) => exit_with(client::get(args).await),
         Command::Revoke(args) => exit_with(client::revoke(args).await),
     }
@@ -150,43 +119,6 @@ fn exit_with(result: Result<(), client::Error>) -> ! {
         Err(error) => {
             eprintln!("ci-creds: {error}");
             std::process::exit(error.exit_code())
-        }
-    }
-}
-
-fn run_policy(command: PolicyCommand) -> Result<()> {
-    let report = match command {
-        PolicyCommand::Check { dir } => {
-            policy_cli::check(&dir.unwrap_or_else(|| PathBuf::from("policy")))?
-        }
-        PolicyCommand::Explain {
-            claims,
-            role,
-            mapping,
-            dir,
-        } => {
-            let choice = mapping.choice();
-            let dir = policy_cli::policy_dir(dir, &choice);
-            policy_cli::explain(&dir, &claims, &role, &choice)?
-        }
-        PolicyCommand::Test { mapping, dir } => {
-            let choice = mapping.choice();
-            policy_cli::run_tests(&policy_cli::policy_dir(dir, &choice), &choice)?
-        }
-    };
-    print!("{}", report.text);
-    if !report.ok {
-        std::process::exit(1);
-    }
-    Ok(())
-}
-
-impl MappingArgs {
-    fn choice(self) -> MappingChoice {
-        match (self.config, self.issuer, self.kind) {
-            (Some(config), _, _) => MappingChoice::Config(config),
-            (None, Some(issuer), Some(kind)) => MappingChoice::Explicit { issuer, kind },
-            _ => MappingChoice::Infer,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `ci-creds policy check|explain|test`: the tooling for people who write policy. No broker is
 //! needed; policy itself stays pure, so this layer does the reading and the printing.
 
+mod args;
 mod check;
 mod explain;
 mod mapping;
@@ -9,6 +10,7 @@ mod tests_run;
 
 use std::path::PathBuf;
 
+pub use args::{MappingArgs, PolicyCommand, run};
 pub use check::check;
 pub use explain::explain;
 pub use mapping::{MappingChoice, parse_kind};
