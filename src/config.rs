@@ -159,7 +159,8 @@ fn resolve_sqlite_url(url: &str, base: &Path) -> Result<String, Error> {
     })
 }
 
-/// Reads every `*.yaml` / `*.yml` in `dir`, in name order, and parses them as one policy set.
+/// Reads every `*.yaml` / `*.yml` in `dir` except policy tests (`*_test.yaml`), in name order,
+/// and parses them as one policy set.
 pub fn load_policies(dir: &Path) -> Result<PolicySet, Error> {
     let files = read_policy_files(dir).map_err(|source| Error::Read { path: dir.display().to_string(), source })?;
     let sources: Vec<PolicyFile<'_>> =
@@ -167,11 +168,31 @@ pub fn load_policies(dir: &Path) -> Result<PolicySet, Error> {
     Ok(PolicySet::parse(&sources)?)
 }
 
-fn read_policy_files(dir: &Path) -> std::io::Result<Vec<(String, String)>> {
+/// The policy files of `dir` with their text, in name order; tests kept beside them are skipped.
+pub fn read_policy_files(dir: &Path) -> std::io::Result<Vec<(String, String)>> {
+    yaml_files(dir, |path| !is_policy_test(path))?
+        .into_iter()
+        .map(|path| Ok((path.display().to_string(), std::fs::read_to_string(&path)?)))
+        .collect()
+}
+
+/// The policy test files (`*_test.yaml` / `*_test.yml`) of `dir`, in name order.
+pub fn policy_test_paths(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    yaml_files(dir, is_policy_test)
+}
+
+/// Whether `path` is a table of policy tests rather than policy.
+pub fn is_policy_test(path: &Path) -> bool {
+    path.file_stem().and_then(|stem| stem.to_str()).is_some_and(|stem| stem.ends_with("_test"))
+}
+
+fn yaml_files(dir: &Path, keep: impl Fn(&Path) -> bool) -> std::io::Result<Vec<PathBuf>> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml" || ext == "yml") && path.is_file())
+        .filter(|path| {
+            path.extension().is_some_and(|ext| ext == "yaml" || ext == "yml") && path.is_file() && keep(path)
+        })
         .collect();
     paths.sort();
-    paths.into_iter().map(|path| Ok((path.display().to_string(), std::fs::read_to_string(&path)?))).collect()
+    Ok(paths)
 }

@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod backends;
+pub mod client;
 pub mod config;
 pub mod dev;
 pub mod identity;
@@ -11,5 +12,6 @@ pub mod job;
 pub mod lifecycle;
 pub mod net;
 pub mod policy;
+pub mod policy_cli;
 pub mod server;
 pub mod store;

@@ -5,9 +5,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use ci_creds::client;
 use ci_creds::config::Config;
 use ci_creds::dev::{DevIssuer, SigningKey, live_claims};
 use ci_creds::inspect::{self, Format};
+use ci_creds::policy_cli;
 use ci_creds::store::{LeaseState, Store};
 use clap::{Parser, Subcommand};
 use serde_json::Value;
@@ -37,9 +39,18 @@ enum Command {
     /// Leases (one per minted credential) and their revocation state, from the broker's store.
     #[command(subcommand)]
     Leases(LeasesCommand),
+    /// Inside a CI job: exchange the job's OIDC token for credentials and print or write them.
+    #[command(after_help = client::EXIT_CODES_HELP)]
+    Get(client::GetArgs),
+    /// Inside a CI job: end the job at the broker, revoking every credential it got.
+    #[command(after_help = client::EXIT_CODES_HELP)]
+    Revoke(client::RevokeArgs),
     /// Local development helpers (loopback only; never part of a production deployment).
     #[command(subcommand)]
     Dev(DevCommand),
+    /// Check, explain and test policy files; no broker needed. Exit 0 ok, 1 errors or failures, 2 usage.
+    #[command(subcommand)]
+    Policy(policy_cli::PolicyCommand),
 }
 
 #[derive(Subcommand)]
@@ -128,8 +139,27 @@ async fn main() -> Result<()> {
         Command::Dev(DevCommand::Token { dir, claims, audience, overrides, lifetime_seconds }) => {
             println!("{}", dev_token(&dir, &claims, &audience, &overrides, lifetime_seconds)?);
         }
+        Command::Policy(command) => {
+            let report = policy_cli::run(command)?;
+            print!("{}", report.text);
+            if !report.ok {
+                std::process::exit(1);
+            }
+        }
+        Command::Get(args) => exit_with(client::get(args).await),
+        Command::Revoke(args) => exit_with(client::revoke(args).await),
     }
     Ok(())
+}
+
+fn exit_with(result: Result<(), client::Error>) -> ! {
+    match result {
+        Ok(()) => std::process::exit(0),
+        Err(error) => {
+            eprintln!("ci-creds: {error}");
+            std::process::exit(error.exit_code())
+        }
+    }
 }
 
 async fn run_dev_issuer(dir: &Path, listen: SocketAddr) -> Result<()> {

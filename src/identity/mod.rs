@@ -7,10 +7,12 @@ mod error;
 mod github;
 mod gitlab;
 mod keys;
+mod mapping;
 mod verifier;
 
 pub use error::Error;
 pub use keys::{KeyStore, REFRESH_COOLDOWN};
+pub use mapping::job_from_claims;
 pub use verifier::{MAX_TOKEN_BYTES, Verifier, token_sha256};
 
 use jsonwebtoken::Algorithm;

@@ -10,8 +10,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::claims::{self, Registered};
-use super::{Error, IssuerConfig, KeyStore, buildkite, circleci, github, gitlab};
-use crate::job::{CiKind, Job};
+use super::{Error, IssuerConfig, KeyStore, job_from_claims};
+use crate::job::Job;
 use crate::net::HttpClient;
 
 /// Larger than any CI's token; anything bigger is refused before it is parsed.
@@ -64,18 +64,12 @@ impl Verifier {
         let claims = verified.claims;
         let registered: Registered = claims::decode(&claims)?;
         check_issued_at(registered.iat)?;
-        let mut job = match issuer.kind {
-            CiKind::Github => github::job(&issuer.name, &claims)?,
-            CiKind::Gitlab => gitlab::job(&issuer.name, &claims)?,
-            CiKind::Buildkite => buildkite::job(&issuer.name, &claims)?,
-            CiKind::Circleci => circleci::job(&issuer.name, &claims)?,
-        };
+        let mut job = job_from_claims(issuer.kind, &issuer.name, &claims)?;
         job.token_id = match registered.jti {
             Some(jti) if !jti.is_empty() => format!("jti:{jti}"),
             _ => format!("sha256:{}", token_sha256(token)),
         };
         job.expires_at = registered.exp;
-        job.claims = claims::as_object(claims)?;
         Ok(job)
     }
 

@@ -65,13 +65,13 @@ impl Role {
 }
 
 impl Rule {
-    fn holds(&self, ctx: &Ctx<'_>) -> bool {
+    pub(super) fn holds(&self, ctx: &Ctx<'_>) -> bool {
         self.conditions.iter().all(|c| c.holds(ctx))
     }
 
     /// Like `holds`, plus the extra demand dangerous triggers make of an allow rule. Deny rules
     /// skip that demand: it may only ever narrow what is granted.
-    fn allows(&self, ctx: &Ctx<'_>) -> bool {
+    pub(super) fn allows(&self, ctx: &Ctx<'_>) -> bool {
         self.holds(ctx) && ctx.job.dangerous_trigger.as_ref().is_none_or(|t| self.names_trigger(t))
     }
 
@@ -86,6 +86,21 @@ impl Rule {
         })
     }
 
+    /// The dangerous trigger this rule would have to name but does not, as a reason.
+    pub(super) fn unnamed_trigger(&self, ctx: &Ctx<'_>) -> Option<(Field, String)> {
+        let trigger = ctx.job.dangerous_trigger.as_ref().filter(|t| !self.names_trigger(t))?;
+        let (field, value, what) = match trigger {
+            DangerousTrigger::Event(event) => (Field::Event, event, "is a dangerous trigger"),
+            DangerousTrigger::ForeignProject { project_path } => (
+                Field::Claim(PROJECT_PATH.into()),
+                project_path,
+                "is not the job's own project (e.g. a fork's pipeline)",
+            ),
+        };
+        let reason = format!("{field}: {value} {what} and the rule does not name it explicitly");
+        Some((field, reason))
+    }
+
     fn refusals(&self, ctx: &Ctx<'_>) -> Vec<String> {
         let mut reasons: Vec<String> = Vec::new();
         let mut failed: Vec<&Field> = Vec::new();
@@ -95,18 +110,10 @@ impl Rule {
                 failed.push(&condition.field);
             }
         }
-        if let Some(trigger) = ctx.job.dangerous_trigger.as_ref().filter(|t| !self.names_trigger(t)) {
-            let (field, value, what) = match trigger {
-                DangerousTrigger::Event(event) => (Field::Event, event, "is a dangerous trigger"),
-                DangerousTrigger::ForeignProject { project_path } => (
-                    Field::Claim(PROJECT_PATH.into()),
-                    project_path,
-                    "is not the job's own project (e.g. a fork's pipeline)",
-                ),
-            };
+        if let Some((field, reason)) = self.unnamed_trigger(ctx) {
             // A condition on that field which already failed says enough.
             if !failed.contains(&&field) {
-                reasons.push(format!("{field}: {value} {what} and the rule does not name it explicitly"));
+                reasons.push(reason);
             }
         }
         reasons

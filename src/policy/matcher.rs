@@ -101,7 +101,7 @@ impl Field {
         }
     }
 
-    fn read<'j>(&self, ctx: &Ctx<'j>) -> Actual<'j> {
+    pub(super) fn read<'j>(&self, ctx: &Ctx<'j>) -> Actual<'j> {
         let job = ctx.job;
         let text = |v: &'j Option<String>| v.as_deref().map_or(Actual::Missing, Actual::Text);
         let flag = |v: Option<bool>| v.map_or(Actual::Missing, |b| Actual::Text(bool_text(b)));
@@ -147,7 +147,7 @@ pub(super) struct Ctx<'j> {
     pub(super) tier: Option<&'j str>,
 }
 
-enum Actual<'j> {
+pub(super) enum Actual<'j> {
     Missing,
     Text(&'j str),
     Claim(&'j Value),
@@ -166,11 +166,13 @@ pub(super) enum Failure<'j> {
 #[derive(Clone, Debug)]
 pub(super) struct Values {
     exact: Vec<Box<str>>,
+    /// The glob patterns as written (without `glob:`), for explanations and lints.
+    patterns: Vec<Box<str>>,
     globs: Option<GlobSet>,
 }
 
 impl Values {
-    fn matches(&self, actual: &str) -> bool {
+    pub(super) fn matches(&self, actual: &str) -> bool {
         self.is_named(actual) || self.globs.as_ref().is_some_and(|g| g.is_match(actual))
     }
 
@@ -179,13 +181,27 @@ impl Values {
         self.exact.iter().any(|e| **e == *actual)
     }
 
+    /// Whether a glob (not only a literal value) would accept `probe`.
+    pub(super) fn glob_matches(&self, probe: &str) -> bool {
+        self.globs.as_ref().is_some_and(|g| g.is_match(probe))
+    }
+
+    /// Every accepted value as written in the policy, globs with their `glob:` prefix.
+    pub(super) fn texts(&self) -> Vec<String> {
+        self.exact
+            .iter()
+            .map(|e| e.to_string())
+            .chain(self.patterns.iter().map(|p| format!("{GLOB_PREFIX}{p}")))
+            .collect()
+    }
+
     fn build(texts: Vec<String>) -> Result<Self, String> {
         if texts.is_empty() {
             return Err("an empty list matches nothing; hint: list at least one value, or remove the condition".into());
         }
         let mut exact = Vec::new();
+        let mut patterns = Vec::new();
         let mut globs = GlobSetBuilder::new();
-        let mut any_glob = false;
         for text in texts {
             let Some(pattern) = text.strip_prefix(GLOB_PREFIX) else {
                 exact.push(text.into_boxed_str());
@@ -200,10 +216,11 @@ impl Values {
                 .build()
                 .map_err(|e| format!("malformed glob: {e}; hint: `*` matches within one path segment, `**` across segments, `[...]` must be closed"))?;
             globs.add(glob);
-            any_glob = true;
+            patterns.push(pattern.into());
         }
-        let globs = if any_glob { Some(globs.build().map_err(|e| format!("malformed glob: {e}"))?) } else { None };
-        Ok(Self { exact, globs })
+        let globs =
+            if !patterns.is_empty() { Some(globs.build().map_err(|e| format!("malformed glob: {e}"))?) } else { None };
+        Ok(Self { exact, patterns, globs })
     }
 }
 
@@ -364,7 +381,7 @@ impl Condition {
 }
 
 /// A raw claim's text form; objects and null have none, so they never match.
-fn claim_text(value: &Value) -> Option<Cow<'_, str>> {
+pub(super) fn claim_text(value: &Value) -> Option<Cow<'_, str>> {
     match value {
         Value::String(s) => Some(Cow::Borrowed(s)),
         Value::Number(n) => Some(Cow::Owned(n.to_string())),

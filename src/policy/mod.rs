@@ -8,6 +8,8 @@ use crate::job::Job;
 
 mod decision;
 mod error;
+mod explain;
+mod lint;
 mod matcher;
 mod model;
 mod tiers;
@@ -17,6 +19,8 @@ mod tests;
 
 pub use decision::{Decision, RoleDenial};
 pub use error::Error;
+pub use explain::{ConditionCheck, RoleExplanation, RuleExplanation};
+pub use lint::Warning;
 pub use model::{BackendKind, Role, Rule, VaultScope};
 
 use matcher::Ctx;

@@ -140,6 +140,14 @@ impl<'de> Deserialize<'de> for Ttl {
                 }
                 Ok(Ttl(ttl))
             }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Ttl, E> {
+                Err(E::custom(format!("max_ttl `{v}` is not a duration with a unit; hint: write it like {v}s or 15m")))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Ttl, E> {
+                Err(E::custom(format!(
+                    "max_ttl `{v}` is not a duration with a unit; hint: write it like 15m, 1h or 900s"
+                )))
+            }
         }
         d.deserialize_any(TtlVisitor)
     }

@@ -4,6 +4,7 @@
 
 pub mod bao;
 pub mod broker;
+pub mod ci_job;
 pub mod proxy;
 pub mod stack;
 pub mod webhooks;

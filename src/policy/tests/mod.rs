@@ -2,6 +2,8 @@
 //! changing one thing.
 
 mod deciding;
+mod explaining;
+mod linting;
 mod loading;
 mod matching;
 

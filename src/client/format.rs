@@ -1,0 +1,163 @@
+//! The credentials in each output format. Rendered text holds secrets, so it stays a
+//! `SecretString` until it is written.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::json;
+
+use super::answer::Answer;
+use super::{Error, Format};
+
+/// Where rendered credentials go.
+pub(super) enum Destination {
+    Stdout,
+    File(PathBuf),
+    /// Masks on stdout, variables appended to this file (`$GITHUB_ENV`, or `--output`).
+    Github {
+        env_file: PathBuf,
+    },
+}
+
+impl Destination {
+    /// Decided before anything is minted, so a usage error wastes no credential.
+    pub(super) fn choose(format: Format, output: Option<&Path>) -> Result<Self, Error> {
+        match (format, output) {
+            (Format::Github, Some(file)) => Ok(Self::Github { env_file: file.to_owned() }),
+            (Format::Github, None) => match std::env::var_os("GITHUB_ENV") {
+                Some(file) if !file.is_empty() => Ok(Self::Github { env_file: file.into() }),
+                _ => Err(Error::Usage(
+                    "--format github needs $GITHUB_ENV (set inside a GitHub Actions step) or --output FILE".into(),
+                )),
+            },
+            (_, Some(file)) => Ok(Self::File(file.to_owned())),
+            (_, None) => Ok(Self::Stdout),
+        }
+    }
+}
+
+pub(super) struct Rendered {
+    /// For `--format github`: the `::add-mask::` lines, printed before any secret is written.
+    pub(super) masks: Option<SecretString>,
+    pub(super) text: SecretString,
+    pub(super) warnings: Vec<String>,
+}
+
+struct Var {
+    name: String,
+    value: SecretString,
+    secret: bool,
+}
+
+pub(super) fn render(format: Format, answer: &Answer) -> Result<Rendered, Error> {
+    let mut warnings = Vec::new();
+    let mut masks = None;
+    let text = match format {
+        Format::Json => {
+            let raw = answer.raw.expose_secret();
+            let newline = if raw.ends_with('\n') { "" } else { "\n" };
+            format!("{raw}{newline}")
+        }
+        Format::Env => lines(&variables(answer), |name, value| {
+            let quoted = shlex::try_quote(value).map_err(|_| Error::Unavailable(format!("{name} holds a NUL byte")))?;
+            Ok(format!("export {name}={quoted}\n"))
+        })?,
+        Format::Github => {
+            let vars = variables(answer);
+            masks = Some(
+                vars.iter()
+                    .filter(|v| v.secret)
+                    .map(|v| format!("::add-mask::{}\n", v.value.expose_secret()))
+                    .collect::<String>()
+                    .into(),
+            );
+            lines(&vars, dotenv_line)?
+        }
+        Format::GitlabDotenv => {
+            warnings.push(
+                "a dotenv report is stored as a job artifact: whoever can read this pipeline's artifacts can read these credentials until they expire; keep --ttl short and revoke in after_script".to_owned(),
+            );
+            lines(&variables(answer), dotenv_line)?
+        }
+        Format::CredentialProcess => credential_process(answer)?,
+    };
+    Ok(Rendered { masks, text: text.into(), warnings })
+}
+
+fn lines(vars: &[Var], line: impl Fn(&str, &str) -> Result<String, Error>) -> Result<String, Error> {
+    vars.iter().map(|v| line(&v.name, v.value.expose_secret())).collect()
+}
+
+/// A line break in a value would let the broker's answer define further variables.
+fn dotenv_line(name: &str, value: &str) -> Result<String, Error> {
+    if value.contains(['\n', '\r']) {
+        return Err(Error::Unavailable(format!("{name} holds a line break and cannot be written as NAME=value")));
+    }
+    Ok(format!("{name}={value}\n"))
+}
+
+/// Each credential's variables; when a backend appears more than once, its names end in the
+/// role (`VAULT_TOKEN_DEPLOY_PROD`) so none is overwritten.
+fn variables(answer: &Answer) -> Vec<Var> {
+    let mut per_backend: HashMap<&str, usize> = HashMap::new();
+    for credential in &answer.credentials {
+        *per_backend.entry(credential.backend.as_str()).or_default() += 1;
+    }
+    let mut vars = Vec::new();
+    for credential in &answer.credentials {
+        let suffix = if per_backend[credential.backend.as_str()] > 1 {
+            let role: String = credential
+                .role
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+                .collect();
+            format!("_{role}")
+        } else {
+            String::new()
+        };
+        let mut var = |name: &str, value: &str, secret: bool| {
+            vars.push(Var { name: format!("{name}{suffix}"), value: value.to_owned().into(), secret });
+        };
+        if let Some(vault) = &credential.vault {
+            var("VAULT_ADDR", &vault.address, false);
+            var("VAULT_TOKEN", vault.token.expose_secret(), true);
+        }
+        if let Some(aws) = &credential.aws {
+            // The key id is masked too, as AWS's own GitHub action does.
+            var("AWS_ACCESS_KEY_ID", aws.access_key_id.expose_secret(), true);
+            var("AWS_SECRET_ACCESS_KEY", aws.secret_access_key.expose_secret(), true);
+            var("AWS_SESSION_TOKEN", aws.session_token.expose_secret(), true);
+            if let Some(region) = &aws.region {
+                var("AWS_REGION", region, false);
+                var("AWS_DEFAULT_REGION", region, false);
+            }
+        }
+    }
+    vars
+}
+
+/// The AWS CLI/SDK `credential_process` answer: exactly one STS session.
+fn credential_process(answer: &Answer) -> Result<String, Error> {
+    let sessions: Vec<_> = answer.credentials.iter().filter_map(|c| c.aws.as_ref().map(|aws| (c, aws))).collect();
+    let [(credential, aws)] = sessions.as_slice() else {
+        let roles: Vec<String> = answer.credentials.iter().map(|c| format!("{} ({})", c.role, c.backend)).collect();
+        return Err(Error::Usage(format!(
+            "--format credential-process needs exactly one AWS credential, the broker granted {}: {}; hint: request one AWS role, or use --format env or json",
+            sessions.len(),
+            roles.join(", ")
+        )));
+    };
+    let document = json!({
+        "Version": 1,
+        "AccessKeyId": aws.access_key_id.expose_secret(),
+        "SecretAccessKey": aws.secret_access_key.expose_secret(),
+        "SessionToken": aws.session_token.expose_secret(),
+        "Expiration": credential.expires_at,
+    });
+    Ok(format!("{document}\n"))
+}
+
+#[cfg(test)]
+#[path = "format_tests.rs"]
+mod tests;

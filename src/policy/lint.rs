@@ -1,0 +1,113 @@
+//! Risky rules that load fine but probably grant more than their author meant. Only allow rules
+//! are judged: a deny rule can only ever narrow what is granted.
+
+use super::PolicySet;
+use super::matcher::{Condition, Field};
+use super::model::{BackendKind, Rule};
+
+/// Probes for "any value": two names no policy author would list, with different owners.
+const ANY_REPOSITORY: [&str; 2] = ["ci-creds-lint-probe/any-repo", "someone-else/other-repo"];
+const ANY_OWNER: [&str; 2] = ["ci-creds-lint-probe", "someone-else"];
+const ANY_ID: [&str; 2] = ["1", "987654321"];
+/// Pull-request and merge-request events of GitHub and GitLab, and the refs their jobs run on.
+const PR_EVENTS: [&str; 2] = ["pull_request", "merge_request_event"];
+const PR_REFS: [&str; 2] = ["refs/pull/1/merge", "refs/merge-requests/1/head"];
+
+/// One risky allow rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    pub role: String,
+    /// 1-based index among the role's allow rules.
+    pub rule: usize,
+    pub message: String,
+    pub hint: String,
+}
+
+impl PolicySet {
+    /// Every risky allow rule, in role and rule order.
+    pub fn lint(&self) -> Vec<Warning> {
+        let tiers: Vec<&str> = self.tiers.iter().map(|t| t.name.as_str()).collect();
+        let mut warnings = Vec::new();
+        for role in self.roles() {
+            for (i, rule) in role.allow.iter().enumerate() {
+                let mut warn = |message: String, hint: &str| {
+                    warnings.push(Warning { role: role.name.clone(), rule: i + 1, message, hint: hint.to_owned() });
+                };
+                lint_rule(rule, role.backend, &tiers, &mut warn);
+            }
+        }
+        warnings
+    }
+}
+
+fn lint_rule(rule: &Rule, backend: BackendKind, tiers: &[&str], warn: &mut impl FnMut(String, &str)) {
+    let has = |field: Field| find(rule, &field).is_some();
+    let pinned_by_name = has(Field::Repository) || has(Field::Owner);
+    let pinned_by_id = has(Field::RepositoryId) || has(Field::OwnerId);
+    if !pinned_by_name && !pinned_by_id {
+        warn(
+            "the rule has no repository or owner condition: any repository the issuer serves can match it".into(),
+            "add `repository_id:` (or `owner_id:` for an organisation-wide rule)",
+        );
+    } else if has(Field::Repository) && !has(Field::RepositoryId) {
+        warn(
+            "the rule names `repository` without `repository_id`: a deleted and recreated repository of that name would inherit this role".into(),
+            "add `repository_id:` with the repository's numeric id",
+        );
+    } else if has(Field::Owner) && !pinned_by_id {
+        warn(
+            "the rule names `owner` without `owner_id`: a recreated account of that name would inherit this role"
+                .into(),
+            "add `owner_id:` with the owner's numeric id",
+        );
+    }
+    for (field, probes) in [
+        (Field::Repository, &ANY_REPOSITORY),
+        (Field::RepositoryId, &ANY_ID),
+        (Field::Owner, &ANY_OWNER),
+        (Field::OwnerId, &ANY_ID),
+    ] {
+        if let Some(condition) = find(rule, &field)
+            && probes.iter().all(|p| condition.values.glob_matches(p))
+        {
+            warn(
+                format!("a `glob:` in `{field}` matches any {field}"),
+                "list the exact values, or anchor the glob to one owner such as `glob:octo-org/*`",
+            );
+        }
+    }
+    if reachable_from_pull_requests(rule) {
+        let backend = match backend {
+            BackendKind::Vault => "vault",
+        };
+        warn(
+            format!(
+                "this {backend} role is reachable from `event: pull_request`: code proposed in a pull or merge request would get its credentials"
+            ),
+            "add `event: [push, workflow_dispatch]` or a `ref:` of protected branches",
+        );
+    }
+    if let Some(condition) = find(rule, &Field::RunnerTier) {
+        for tier in condition.values.texts() {
+            if !tier.starts_with("glob:") && !tiers.contains(&tier.as_str()) {
+                warn(
+                    format!(
+                        "`runner_tier: {tier}` names no runner tier defined in `runner_tiers`, so the rule never matches"
+                    ),
+                    "define the tier or fix the name",
+                );
+            }
+        }
+    }
+}
+
+/// A rule is reachable when neither its `event` nor its `ref` condition keeps pull-request jobs out.
+fn reachable_from_pull_requests(rule: &Rule) -> bool {
+    let admits =
+        |field: Field, probes: &[&str]| find(rule, &field).is_none_or(|c| probes.iter().any(|p| c.values.matches(p)));
+    admits(Field::Event, &PR_EVENTS) && admits(Field::Ref, &PR_REFS)
+}
+
+fn find<'r>(rule: &'r Rule, field: &Field) -> Option<&'r Condition> {
+    rule.conditions.iter().find(|c| c.field == *field)
+}

@@ -1,0 +1,80 @@
+//! Risky rules `ci-creds policy check` warns about, one case per risk.
+
+use super::{parse, role_policy};
+
+const SAFE: &str = r#"{ repository: octo-org/octo-repo, repository_id: "74", ref: refs/heads/main }"#;
+
+fn messages(tiers: &str, allow: &str) -> Vec<String> {
+    parse(&role_policy(tiers, allow, "[]"))
+        .lint()
+        .into_iter()
+        .map(|w| {
+            assert_eq!((w.role.as_str(), w.rule), ("r", 1));
+            w.message
+        })
+        .collect()
+}
+
+#[test]
+fn a_pinned_rule_on_protected_refs_is_quiet() {
+    assert_eq!(messages("[]", &format!("[ {SAFE} ]")), Vec::<String>::new());
+    assert!(messages("[]", r#"[ { owner_id: "65", event: push } ]"#).is_empty());
+}
+
+#[test]
+fn warns_on_each_risk() {
+    let no_repo = "the rule has no repository or owner condition";
+    let recycled_repo = "the rule names `repository` without `repository_id`";
+    let recycled_owner = "the rule names `owner` without `owner_id`";
+    let pull_request = "this vault role is reachable from `event: pull_request`";
+    let cases: Vec<(&str, &str, &str, Vec<&str>)> = vec![
+        ("no repository condition", "[]", "[ { issuer: github, ref: refs/heads/main } ]", vec![no_repo]),
+        ("repository without its id", "[]", "[ { repository: octo-org/octo-repo, event: push } ]", vec![recycled_repo]),
+        ("owner without an id", "[]", "[ { owner: octo-org, event: push } ]", vec![recycled_owner]),
+        (
+            "a glob matching any repository",
+            "[]",
+            r#"[ { repository: "glob:*/*", repository_id: "74", event: push } ]"#,
+            vec!["a `glob:` in `repository` matches any repository"],
+        ),
+        (
+            "a glob limited to one owner is fine",
+            "[]",
+            r#"[ { repository: "glob:octo-org/*", owner_id: "65", event: push } ]"#,
+            vec![recycled_repo],
+        ),
+        ("no event and no ref", "[]", r#"[ { repository_id: "74" } ]"#, vec![pull_request]),
+        (
+            "pull_request listed",
+            "[]",
+            r#"[ { repository_id: "74", event: [push, pull_request] } ]"#,
+            vec![pull_request],
+        ),
+        (
+            "merge requests by glob",
+            "[]",
+            r#"[ { repository_id: "74", event: "glob:merge_request*" } ]"#,
+            vec![pull_request],
+        ),
+        ("pull refs admitted", "[]", r#"[ { repository_id: "74", ref: "glob:refs/pull/**" } ]"#, vec![pull_request]),
+        (
+            "an undefined runner tier",
+            "[ { name: hosted, match: { runner_environment: github-hosted } } ]",
+            r#"[ { repository_id: "74", event: push, runner_tier: [hosted, hostd] } ]"#,
+            vec!["`runner_tier: hostd` names no runner tier defined in `runner_tiers`"],
+        ),
+    ];
+    for (name, tiers, allow, expected) in cases {
+        let got = messages(tiers, allow);
+        assert_eq!(got.len(), expected.len(), "case: {name}: {got:?}");
+        for (message, prefix) in got.iter().zip(&expected) {
+            assert!(message.starts_with(prefix), "case: {name}: {message}");
+        }
+    }
+}
+
+#[test]
+fn deny_rules_are_not_judged() {
+    let set = parse(&role_policy("[]", &format!("[ {SAFE} ]"), "[ { event: pull_request } ]"));
+    assert!(set.lint().is_empty());
+}

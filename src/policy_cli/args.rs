@@ -1,0 +1,69 @@
+//! The command-line shape of `ci-creds policy …`, kept here so `main.rs` only dispatches.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use super::{Error, MappingChoice, Report, check, explain, parse_kind, policy_dir, run_tests};
+use crate::job::CiKind;
+
+#[derive(Subcommand)]
+pub enum PolicyCommand {
+    /// Load every policy file of DIR (default `policy`); report errors with file:line and risky rules.
+    Check { dir: Option<PathBuf> },
+    /// Judge a claim set (a decoded token payload) against roles, printing every rule and condition.
+    Explain {
+        #[arg(long, value_name = "FILE.json")]
+        claims: PathBuf,
+        /// Roles to explain (repeat or comma-separate); every role when omitted.
+        #[arg(long, value_delimiter = ',')]
+        role: Vec<String>,
+        #[command(flatten)]
+        mapping: MappingArgs,
+        dir: Option<PathBuf>,
+    },
+    /// Run the `*_test.yaml` tables of DIR against its policies; print `N passed, M failed`.
+    Test {
+        #[command(flatten)]
+        mapping: MappingArgs,
+        dir: Option<PathBuf>,
+    },
+}
+
+/// Which issuer claims belong to; inferred from well-known `iss` values and claim shapes when unset.
+#[derive(clap::Args)]
+pub struct MappingArgs {
+    /// The broker's config: `iss` is looked up in its `[[issuers]]`; DIR defaults to its `policy_dir`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["issuer", "kind"])]
+    pub config: Option<PathBuf>,
+    /// The configured issuer name policy rules use (with --kind).
+    #[arg(long, requires = "kind")]
+    pub issuer: Option<String>,
+    #[arg(long, requires = "issuer", value_parser = parse_kind)]
+    pub kind: Option<CiKind>,
+}
+
+/// Runs one policy command; the report's `ok` decides the exit code (0 or 1).
+pub fn run(command: PolicyCommand) -> Result<Report, Error> {
+    match command {
+        PolicyCommand::Check { dir } => check(&dir.unwrap_or_else(|| PathBuf::from("policy"))),
+        PolicyCommand::Explain { claims, role, mapping, dir } => {
+            let choice = mapping.choice();
+            explain(&policy_dir(dir, &choice), &claims, &role, &choice)
+        }
+        PolicyCommand::Test { mapping, dir } => {
+            let choice = mapping.choice();
+            run_tests(&policy_dir(dir, &choice), &choice)
+        }
+    }
+}
+
+impl MappingArgs {
+    fn choice(self) -> MappingChoice {
+        match (self.config, self.issuer, self.kind) {
+            (Some(config), _, _) => MappingChoice::Config(config),
+            (None, Some(issuer), Some(kind)) => MappingChoice::Explicit { issuer, kind },
+            _ => MappingChoice::Infer,
+        }
+    }
+}
