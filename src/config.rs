@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use secrecy::SecretString;
 use serde::Deserialize;
 use thiserror::Error;
 
@@ -37,6 +38,8 @@ pub struct Config {
 
 /// Secrets read from the environment at start, kept in redacting types.
 pub struct Secrets {
+    /// The broker's own Vault token, when `[vault]` is configured.
+    pub vault_token: Option<SecretString>,
     pub webhooks: Webhooks,
 }
 
@@ -135,11 +138,10 @@ impl Config {
 
     /// The secrets `serve` needs, read from the environment variables the config names.
     pub fn secrets(&self) -> Result<Secrets, Error> {
-        if let Some(vault) = &self.vault {
-            vault.token().map_err(|e| invalid("vault.token_env", e))?;
-        }
+        let vault_token =
+            self.vault.as_ref().map(|vault| vault.token().map_err(|e| invalid("vault.token_env", e))).transpose()?;
         let webhooks = Webhooks::from_config(&self.webhooks).map_err(|(key, message)| invalid(key, message))?;
-        Ok(Secrets { webhooks })
+        Ok(Secrets { vault_token, webhooks })
     }
 }
 

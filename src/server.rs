@@ -43,7 +43,10 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
         tracing::warn!(released, "resuming revocations a previous broker process had claimed");
     }
     let http = HttpClient::new()?;
-    let vault = config.vault.as_ref().map(|vault| VaultBackend::new(vault, http.clone())).transpose()?;
+    let vault = match (&config.vault, &secrets.vault_token) {
+        (Some(vault), Some(token)) => Some(VaultBackend::new(vault, token, http.clone())?),
+        _ => None,
+    };
     let verifier = Verifier::new(config.audience.clone(), config.issuers.clone(), http);
     Ok(Broker {
         verifier,

@@ -51,8 +51,8 @@ pub struct VaultBackend {
 }
 
 impl VaultBackend {
-    pub fn new(config: &VaultConfig, http: HttpClient) -> Result<Self, Error> {
-        let token = config.token().map_err(|reason| Error::Refused { backend: NAME, reason })?;
+    /// A backend acting with the broker's own Vault `token`.
+    pub fn new(config: &VaultConfig, token: &SecretString, http: HttpClient) -> Result<Self, Error> {
         let settings = VaultClientSettingsBuilder::default()
             .address(&config.address)
             .token(token.expose_secret())
