@@ -17,6 +17,7 @@ use crate::lifecycle::LifecycleConfig;
 use crate::lifecycle::webhooks::{Webhooks, WebhooksConfig};
 use crate::net::check_url_scheme;
 use crate::policy::{self, PolicyFile, PolicySet};
+pub use crate::store::StoreConfig;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,14 +41,8 @@ pub struct Config {
 pub struct Secrets {
     /// The broker's own Vault token, when `[vault]` is configured.
     pub vault_token: Option<SecretString>,
+    pub store_password: Option<SecretString>,
     pub webhooks: Webhooks,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StoreConfig {
-    /// `sqlite://PATH`; a relative PATH is taken from the config file's folder.
-    pub url: String,
 }
 
 #[derive(Debug, Error)]
@@ -75,12 +70,15 @@ impl Config {
             .map_err(|e| Error::Parse { path: path.display().to_string(), message: e.to_string() })?;
         let base = path.parent().unwrap_or(Path::new("."));
         config.policy_dir = base.join(&config.policy_dir);
-        config.store.url = resolve_sqlite_url(&config.store.url, base)?;
+        if config.store.url.starts_with("sqlite:") {
+            config.store.url = resolve_sqlite_url(&config.store.url, base)?;
+        }
         config.validate()?;
         Ok(config)
     }
 
     fn validate(&self) -> Result<(), Error> {
+        self.store.kind().map_err(|e| invalid("store.url", e.to_string()))?;
         if self.audience.trim().is_empty() {
             return Err(invalid("audience", "must not be empty"));
         }
@@ -141,14 +139,23 @@ impl Config {
         let vault_token =
             self.vault.as_ref().map(|vault| vault.token().map_err(|e| invalid("vault.token_env", e))).transpose()?;
         let webhooks = Webhooks::from_config(&self.webhooks).map_err(|(key, message)| invalid(key, message))?;
-        Ok(Secrets { vault_token, webhooks })
+        Ok(Secrets { vault_token, store_password: self.store_password()?, webhooks })
+    }
+
+    /// The PostgreSQL password from `store.password_env`, if the config names one.
+    pub fn store_password(&self) -> Result<Option<SecretString>, Error> {
+        let Some(env) = &self.store.password_env else { return Ok(None) };
+        match std::env::var(env) {
+            Ok(password) if !password.is_empty() => Ok(Some(SecretString::from(password))),
+            _ => Err(invalid("store.password_env", format!("the environment variable {env} is not set"))),
+        }
     }
 }
 
 /// Makes a relative SQLite path relative to the config file rather than the working directory.
 fn resolve_sqlite_url(url: &str, base: &Path) -> Result<String, Error> {
     let Some(rest) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) else {
-        return Err(invalid("store.url", "must be sqlite://PATH"));
+        return Err(invalid("store.url", "must be sqlite://PATH or postgres://…"));
     };
     let (path, query) = rest.split_once('?').map_or((rest, None), |(p, q)| (p, Some(q)));
     if path.is_empty() {

@@ -128,11 +128,11 @@ async fn main() -> Result<()> {
             ci_creds::server::serve(config).await?;
         }
         Command::Jobs(JobsCommand::List { config, format, limit }) => {
-            let store = Store::connect(&Config::load(&config)?.store.url).await?;
+            let store = open_store(&config).await?;
             print!("{}", inspect::jobs(&store, limit, format).await?);
         }
         Command::Leases(LeasesCommand::List { config, format, limit, state }) => {
-            let store = Store::connect(&Config::load(&config)?.store.url).await?;
+            let store = open_store(&config).await?;
             print!("{}", inspect::leases(&store, state, limit, format).await?);
         }
         Command::Dev(DevCommand::Issuer { dir, listen }) => run_dev_issuer(&dir, listen).await?,
@@ -160,6 +160,11 @@ fn exit_with(result: Result<(), client::Error>) -> ! {
             std::process::exit(error.exit_code())
         }
     }
+}
+
+async fn open_store(config: &Path) -> Result<Store> {
+    let config = Config::load(config)?;
+    Ok(Store::open(&config.store, config.store_password()?.as_ref()).await?)
 }
 
 async fn run_dev_issuer(dir: &Path, listen: SocketAddr) -> Result<()> {

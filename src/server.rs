@@ -12,6 +12,7 @@ use crate::identity::Verifier;
 use crate::lifecycle::{Broker, RevocationQueue, revocation, sweeper};
 use crate::net::HttpClient;
 use crate::policy::{BackendKind, PolicySet};
+use crate::store::StoreKind;
 use crate::{api, backends, store};
 
 #[derive(Debug, Error)]
@@ -37,10 +38,14 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
     let secrets = config.secrets()?;
     let policy = config::load_policies(&config.policy_dir)?;
     check_backends(&policy, config)?;
-    let store = store::Store::connect(&config.store.url).await?;
-    let released = store.release_claims().await?;
-    if released > 0 {
-        tracing::warn!(released, "resuming revocations a previous broker process had claimed");
+    let store = store::Store::open(&config.store, secrets.store_password.as_ref()).await?;
+    // One broker process owns an SQLite file: claims still held are a dead process's. Replicas
+    // sharing PostgreSQL wait for a dead replica's claims to lapse instead.
+    if store.kind() == StoreKind::Sqlite {
+        let released = store.release_claims().await?;
+        if released > 0 {
+            tracing::warn!(released, "resuming revocations a previous broker process had claimed");
+        }
     }
     let http = HttpClient::new()?;
     let vault = match (&config.vault, &secrets.vault_token) {

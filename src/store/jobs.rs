@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 
 use super::{Error, Store, now, now_ms};
 
@@ -52,7 +52,7 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         if let Some((source, delivery_id)) = delivery {
             let fresh = sqlx::query(
-                "INSERT INTO webhook_deliveries (source, delivery_id, received_at) VALUES (?, ?, ?)
+                "INSERT INTO webhook_deliveries (source, delivery_id, received_at) VALUES ($1, $2, $3)
                  ON CONFLICT (source, delivery_id) DO NOTHING",
             )
             .bind(source)
@@ -67,12 +67,12 @@ impl Store {
         }
         sqlx::query(
             "INSERT INTO jobs (issuer, job_id, state, ended_by, ended_at, first_seen_at, keep_until)
-             VALUES (?, ?, 'ended', ?, ?, ?, ?)
+             VALUES ($1, $2, 'ended', $3, $4, $5, $6)
              ON CONFLICT (issuer, job_id) DO UPDATE SET
                  state = 'ended',
                  ended_by = COALESCE(jobs.ended_by, excluded.ended_by),
                  ended_at = COALESCE(jobs.ended_at, excluded.ended_at),
-                 keep_until = MAX(jobs.keep_until, excluded.keep_until)",
+                 keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END",
         )
         .bind(issuer)
         .bind(job_id)
@@ -83,8 +83,8 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         let revoking = sqlx::query(
-            "UPDATE leases SET state = 'revoking', revoke_requested_at = ?, next_attempt_at = 0, updated_at = ?
-             WHERE issuer = ? AND job_id = ? AND state IN ('pending', 'active')",
+            "UPDATE leases SET state = 'revoking', revoke_requested_at = $1, next_attempt_at = 0, updated_at = $2
+             WHERE issuer = $3 AND job_id = $4 AND state IN ('pending', 'active')",
         )
         .bind(now_ms)
         .bind(now)
@@ -101,10 +101,10 @@ impl Store {
         let rows = sqlx::query(
             "SELECT j.issuer, j.job_id, j.repository, j.state, j.ended_by, j.ended_at, j.first_seen_at,
                     COUNT(l.id) AS leases,
-                    COALESCE(SUM(CASE WHEN l.state = 'revoking' THEN 1 ELSE 0 END), 0) AS leases_revoking
+                    CAST(COALESCE(SUM(CASE WHEN l.state = 'revoking' THEN 1 ELSE 0 END), 0) AS BIGINT) AS leases_revoking
              FROM jobs j LEFT JOIN leases l ON l.issuer = j.issuer AND l.job_id = j.job_id
              GROUP BY j.issuer, j.job_id
-             ORDER BY j.first_seen_at DESC, j.job_id LIMIT ?",
+             ORDER BY j.first_seen_at DESC, j.job_id LIMIT $1",
         )
         .bind(limit)
         .fetch_all(&self.pool)
@@ -115,14 +115,14 @@ impl Store {
     /// Forgets jobs past their retention that hold no lease any more, and old webhook deliveries.
     pub async fn prune_jobs(&self, now: i64, deliveries_before: i64) -> Result<u64, Error> {
         let jobs = sqlx::query(
-            "DELETE FROM jobs WHERE keep_until < ? AND NOT EXISTS
+            "DELETE FROM jobs WHERE keep_until < $1 AND NOT EXISTS
                  (SELECT 1 FROM leases l WHERE l.issuer = jobs.issuer AND l.job_id = jobs.job_id)",
         )
         .bind(now)
         .execute(&self.pool)
         .await?
         .rows_affected();
-        sqlx::query("DELETE FROM webhook_deliveries WHERE received_at < ?")
+        sqlx::query("DELETE FROM webhook_deliveries WHERE received_at < $1")
             .bind(deliveries_before)
             .execute(&self.pool)
             .await?;
@@ -130,7 +130,7 @@ impl Store {
     }
 }
 
-fn job_from_row(row: &SqliteRow) -> Result<JobRecord, Error> {
+fn job_from_row(row: &AnyRow) -> Result<JobRecord, Error> {
     let state: String = row.try_get("state")?;
     let state = match state.as_str() {
         "active" => JobState::Active,

@@ -1,7 +1,7 @@
 //! Leases, and the revocation queue kept on them: a lease in state `revoking` is a task.
 
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 
 use super::{Error, Lease, LeaseBegun, LeaseState, NewLease, Store, now, now_ms};
 use crate::backends::RevokeHandle;
@@ -18,10 +18,10 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         sqlx::query(
             "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until)
-             VALUES (?, ?, ?, 'active', ?, ?)
+             VALUES ($1, $2, $3, 'active', $4, $5)
              ON CONFLICT (issuer, job_id) DO UPDATE SET
                  repository = COALESCE(jobs.repository, excluded.repository),
-                 keep_until = MAX(jobs.keep_until, excluded.keep_until)",
+                 keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END",
         )
         .bind(lease.issuer)
         .bind(lease.job_id)
@@ -30,7 +30,7 @@ impl Store {
         .bind(lease.job_keep_until)
         .execute(&mut *tx)
         .await?;
-        let state: String = sqlx::query_scalar("SELECT state FROM jobs WHERE issuer = ? AND job_id = ?")
+        let state: String = sqlx::query_scalar("SELECT state FROM jobs WHERE issuer = $1 AND job_id = $2")
             .bind(lease.issuer)
             .bind(lease.job_id)
             .fetch_one(&mut *tx)
@@ -40,7 +40,7 @@ impl Store {
         }
         sqlx::query(
             "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, NULL, 'pending', ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, NULL, 'pending', $6, $7, $8)",
         )
         .bind(lease.id)
         .bind(lease.issuer)
@@ -62,9 +62,9 @@ impl Store {
     pub async fn activate_lease(&self, id: &str, handle: &RevokeHandle) -> Result<LeaseState, Error> {
         let handle = serde_json::to_string(handle).map_err(|e| Error::Corrupt(e.to_string()))?;
         let state: Option<String> = sqlx::query_scalar(
-            "UPDATE leases SET handle = ?, updated_at = ?,
+            "UPDATE leases SET handle = $1, updated_at = $2,
                  state = CASE WHEN state = 'pending' THEN 'active' ELSE state END
-             WHERE id = ? RETURNING state",
+             WHERE id = $3 RETURNING state",
         )
         .bind(handle)
         .bind(now())
@@ -78,8 +78,8 @@ impl Store {
     /// Queues one lease for revocation (e.g. minted for an exchange that then failed).
     pub async fn request_revocation(&self, id: &str) -> Result<(), Error> {
         sqlx::query(
-            "UPDATE leases SET state = 'revoking', revoke_requested_at = ?, next_attempt_at = 0, updated_at = ?
-             WHERE id = ? AND state IN ('pending', 'active')",
+            "UPDATE leases SET state = 'revoking', revoke_requested_at = $1, next_attempt_at = 0, updated_at = $2
+             WHERE id = $3 AND state IN ('pending', 'active')",
         )
         .bind(now_ms())
         .bind(now())
@@ -90,7 +90,7 @@ impl Store {
     }
 
     pub async fn set_lease_state(&self, id: &str, state: LeaseState) -> Result<(), Error> {
-        sqlx::query("UPDATE leases SET state = ?, updated_at = ? WHERE id = ?")
+        sqlx::query("UPDATE leases SET state = $1, updated_at = $2 WHERE id = $3")
             .bind(state.as_str())
             .bind(now())
             .bind(id)
@@ -100,7 +100,8 @@ impl Store {
     }
 
     pub async fn leases_of_job(&self, issuer: &str, job_id: &str) -> Result<Vec<Lease>, Error> {
-        let sql = format!("SELECT {LEASE_COLUMNS} FROM leases WHERE issuer = ? AND job_id = ? ORDER BY created_at, id");
+        let sql =
+            format!("SELECT {LEASE_COLUMNS} FROM leases WHERE issuer = $1 AND job_id = $2 ORDER BY created_at, id");
         let rows = sqlx::query(&sql).bind(issuer).bind(job_id).fetch_all(&self.pool).await?;
         rows.iter().map(lease_from_row).collect()
     }
@@ -108,7 +109,7 @@ impl Store {
     /// The most recent leases, optionally only those in `state`.
     pub async fn leases(&self, state: Option<LeaseState>, limit: i64) -> Result<Vec<Lease>, Error> {
         let sql = format!(
-            "SELECT {LEASE_COLUMNS} FROM leases WHERE (? IS NULL OR state = ?) ORDER BY created_at DESC, id LIMIT ?"
+            "SELECT {LEASE_COLUMNS} FROM leases WHERE ($1 IS NULL OR state = $2) ORDER BY created_at DESC, id LIMIT $3"
         );
         let state = state.map(LeaseState::as_str);
         let rows = sqlx::query(&sql).bind(state).bind(state).bind(limit).fetch_all(&self.pool).await?;
@@ -120,10 +121,13 @@ impl Store {
     pub async fn claim_revocations(&self, limit: i64, claim_ms: i64) -> Result<Vec<Lease>, Error> {
         let now_ms = now_ms();
         let sql = format!(
-            "UPDATE leases SET claimed_until = ? WHERE id IN (
+            "UPDATE leases SET claimed_until = $1 WHERE id IN (
                  SELECT id FROM leases
-                 WHERE state = 'revoking' AND handle IS NOT NULL AND next_attempt_at <= ? AND claimed_until <= ?
-                 ORDER BY next_attempt_at LIMIT ?)
+                 WHERE state = 'revoking' AND handle IS NOT NULL AND next_attempt_at <= $2 AND claimed_until <= $3
+                 ORDER BY next_attempt_at LIMIT $4)
+             -- Checked again on the row itself: under PostgreSQL's READ COMMITTED a competing
+             -- claim that committed first makes this one skip the row instead of taking it twice.
+             AND state = 'revoking' AND claimed_until <= $3
              RETURNING {LEASE_COLUMNS}"
         );
         let rows = sqlx::query(&sql)
@@ -150,8 +154,8 @@ impl Store {
     pub async fn confirm_revocation(&self, id: &str) -> Result<(), Error> {
         sqlx::query(
             "UPDATE leases SET state = 'revoked', attempts = attempts + 1, last_error = NULL, claimed_until = 0,
-                 updated_at = ?
-             WHERE id = ? AND state = 'revoking'",
+                 updated_at = $1
+             WHERE id = $2 AND state = 'revoking'",
         )
         .bind(now())
         .bind(id)
@@ -163,9 +167,9 @@ impl Store {
     /// The attempt failed: the task stays queued, due again at `next_attempt_at` (unix ms).
     pub async fn retry_revocation(&self, id: &str, error: &str, next_attempt_at: i64) -> Result<(), Error> {
         sqlx::query(
-            "UPDATE leases SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, claimed_until = 0,
-                 updated_at = ?
-             WHERE id = ? AND state = 'revoking'",
+            "UPDATE leases SET attempts = attempts + 1, last_error = $1, next_attempt_at = $2, claimed_until = 0,
+                 updated_at = $3
+             WHERE id = $4 AND state = 'revoking'",
         )
         .bind(error)
         .bind(next_attempt_at)
@@ -177,7 +181,7 @@ impl Store {
     }
 
     pub async fn count_leases(&self, state: LeaseState) -> Result<i64, Error> {
-        let count = sqlx::query_scalar("SELECT COUNT(*) FROM leases WHERE state = ?")
+        let count = sqlx::query_scalar("SELECT COUNT(*) FROM leases WHERE state = $1")
             .bind(state.as_str())
             .fetch_one(&self.pool)
             .await?;
@@ -189,8 +193,8 @@ impl Store {
     /// backend's clock is behind ours.
     pub async fn expire_leases(&self, now: i64, revoking_grace: i64) -> Result<u64, Error> {
         let expired = sqlx::query(
-            "UPDATE leases SET state = 'expired', claimed_until = 0, updated_at = ?
-             WHERE (state IN ('pending', 'active') AND expires_at < ?) OR (state = 'revoking' AND expires_at < ?)",
+            "UPDATE leases SET state = 'expired', claimed_until = 0, updated_at = $1
+             WHERE (state IN ('pending', 'active') AND expires_at < $2) OR (state = 'revoking' AND expires_at < $3)",
         )
         .bind(now)
         .bind(now)
@@ -204,7 +208,7 @@ impl Store {
     /// Forgets leases that reached a final state before `before` (unix seconds).
     pub async fn prune_leases(&self, before: i64) -> Result<u64, Error> {
         let deleted =
-            sqlx::query("DELETE FROM leases WHERE state IN ('revoked', 'expired', 'failed') AND updated_at < ?")
+            sqlx::query("DELETE FROM leases WHERE state IN ('revoked', 'expired', 'failed') AND updated_at < $1")
                 .bind(before)
                 .execute(&self.pool)
                 .await?
@@ -213,7 +217,7 @@ impl Store {
     }
 }
 
-fn lease_from_row(row: &SqliteRow) -> Result<Lease, Error> {
+fn lease_from_row(row: &AnyRow) -> Result<Lease, Error> {
     let handle: Option<String> = row.try_get("handle")?;
     let handle = handle
         .map(|h| serde_json::from_str(&h))

@@ -1,22 +1,19 @@
 //! Persistence the lifecycle relies on, by capability: replay records, jobs, leases and the
-//! revocation queue kept on them. SQLite is the embedded default.
+//! revocation queue kept on them. One SQL code path (sqlx's `Any` driver, portable SQL with
+//! `$N` parameters) for SQLite, the embedded default, and PostgreSQL, for several replicas.
 
+mod connect;
 mod jobs;
 mod lease;
 mod leases;
 mod replay;
 
+pub use connect::{StoreConfig, StoreKind};
 pub use jobs::{EndOutcome, JobRecord, JobState};
 pub use lease::{Lease, LeaseBegun, LeaseState, NewLease};
 
-use std::str::FromStr;
-use std::time::Duration;
-
-use sqlx::SqlitePool;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::AnyPool;
 use thiserror::Error;
-
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
 #[derive(Debug, Error)]
 pub enum Error {
@@ -24,26 +21,23 @@ pub enum Error {
     Unavailable(#[from] sqlx::Error),
     #[error("the store's schema could not be migrated: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("the database was migrated by a newer ci-creds (schema version {0}); upgrade this broker")]
+    NewerSchema(i64),
     #[error("the store holds a record it cannot read: {0}")]
     Corrupt(String),
+    #[error("store config: {0}")]
+    Config(String),
 }
 
 #[derive(Clone)]
 pub struct Store {
-    pool: SqlitePool,
+    pool: AnyPool,
+    kind: StoreKind,
 }
 
 impl Store {
-    /// Opens (creating if missing) and migrates the database at `url`.
-    pub async fn connect(url: &str) -> Result<Self, Error> {
-        let options = SqliteConnectOptions::from_str(url)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
-        MIGRATOR.run(&pool).await?;
-        Ok(Self { pool })
+    pub fn kind(&self) -> StoreKind {
+        self.kind
     }
 
     pub async fn ping(&self) -> Result<(), Error> {

@@ -6,7 +6,7 @@ impl Store {
     /// Records that a token was exchanged. False when it already was: a replay.
     pub async fn record_exchange(&self, issuer: &str, token_id: &str, expires_at: i64) -> Result<bool, Error> {
         let inserted = sqlx::query(
-            "INSERT INTO exchanged_tokens (issuer, token_id, expires_at) VALUES (?, ?, ?)
+            "INSERT INTO exchanged_tokens (issuer, token_id, expires_at) VALUES ($1, $2, $3)
              ON CONFLICT (issuer, token_id) DO NOTHING",
         )
         .bind(issuer)
@@ -21,7 +21,7 @@ impl Store {
     /// Forgets exchanged tokens that expired before `before` (unix seconds): they can no longer
     /// verify, so they can no longer be replayed.
     pub async fn prune_exchanged_tokens(&self, before: i64) -> Result<u64, Error> {
-        let deleted = sqlx::query("DELETE FROM exchanged_tokens WHERE expires_at < ?")
+        let deleted = sqlx::query("DELETE FROM exchanged_tokens WHERE expires_at < $1")
             .bind(before)
             .execute(&self.pool)
             .await?

@@ -1,0 +1,132 @@
+//! Opening the store: pool limits, per-connection settings, migrations.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::migrate::MigrateError;
+use sqlx::{Connection, Executor};
+
+use super::{Error, Store};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreKind {
+    /// Embedded, one broker process per database file.
+    Sqlite,
+    /// Shared by several broker replicas.
+    Postgres,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `sqlite://PATH` (created if missing) or `postgres://USER@HOST:PORT/DB`.
+    pub url: String,
+    /// The env var holding the PostgreSQL password, so it stays out of the config file.
+    #[serde(default)]
+    pub password_env: Option<String>,
+    #[serde(default)]
+    pub max_connections: Option<u32>,
+    /// How long a request waits for a free connection before failing with 503.
+    #[serde(default = "default_acquire_timeout_seconds")]
+    pub acquire_timeout_seconds: u64,
+    /// PostgreSQL: the longest any statement may run.
+    #[serde(default = "default_statement_timeout_seconds")]
+    pub statement_timeout_seconds: u64,
+}
+
+fn default_acquire_timeout_seconds() -> u64 {
+    5
+}
+
+fn default_statement_timeout_seconds() -> u64 {
+    5
+}
+
+impl StoreConfig {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            password_env: None,
+            max_connections: None,
+            acquire_timeout_seconds: default_acquire_timeout_seconds(),
+            statement_timeout_seconds: default_statement_timeout_seconds(),
+        }
+    }
+
+    pub fn kind(&self) -> Result<StoreKind, Error> {
+        if self.url.starts_with("sqlite:") {
+            Ok(StoreKind::Sqlite)
+        } else if self.url.starts_with("postgres://") || self.url.starts_with("postgresql://") {
+            Ok(StoreKind::Postgres)
+        } else {
+            Err(Error::Config("`store.url` must be sqlite://PATH or postgres://…".into()))
+        }
+    }
+}
+
+impl Store {
+    /// Opens and migrates the store at `url` with default limits.
+    pub async fn connect(url: &str) -> Result<Self, Error> {
+        Self::open(&StoreConfig::new(url), None).await
+    }
+
+    /// Opens the store, applies pending migrations, and refuses a schema newer than this build.
+    pub async fn open(config: &StoreConfig, password: Option<&SecretString>) -> Result<Self, Error> {
+        sqlx::any::install_default_drivers();
+        let kind = config.kind()?;
+        let url = connection_url(config, kind, password)?;
+        let options = AnyConnectOptions::from_str(&url)?;
+        let statement_timeout = config.statement_timeout_seconds;
+        let pool = AnyPoolOptions::new()
+            .max_connections(config.max_connections.unwrap_or(match kind {
+                StoreKind::Sqlite => 8,
+                StoreKind::Postgres => 16,
+            }))
+            .acquire_timeout(Duration::from_secs(config.acquire_timeout_seconds))
+            .after_connect(move |connection, _| {
+                Box::pin(async move {
+                    let settings = match kind {
+                        StoreKind::Sqlite => "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;".to_owned(),
+                        StoreKind::Postgres => format!("SET statement_timeout = '{statement_timeout}s'"),
+                    };
+                    connection.execute(settings.as_str()).await?;
+                    Ok(())
+                })
+            })
+            .connect_with(options)
+            .await?;
+        if kind == StoreKind::Sqlite {
+            // Persistent in the file: readers never block the writer.
+            let mut connection = pool.acquire().await?;
+            connection.execute("PRAGMA journal_mode = WAL").await?;
+            connection.ping().await?;
+        }
+        MIGRATOR.run(&pool).await.map_err(|error| match error {
+            MigrateError::VersionMissing(version) => Error::NewerSchema(version),
+            other => Error::Migrate(other),
+        })?;
+        Ok(Self { pool, kind })
+    }
+}
+
+fn connection_url(config: &StoreConfig, kind: StoreKind, password: Option<&SecretString>) -> Result<String, Error> {
+    match kind {
+        StoreKind::Sqlite if config.url.contains("mode=") => Ok(config.url.clone()),
+        StoreKind::Sqlite => {
+            let separator = if config.url.contains('?') { '&' } else { '?' };
+            Ok(format!("{}{separator}mode=rwc", config.url))
+        }
+        StoreKind::Postgres => {
+            let Some(password) = password else { return Ok(config.url.clone()) };
+            let mut url = url::Url::parse(&config.url).map_err(|e| Error::Config(format!("`store.url`: {e}")))?;
+            url.set_password(Some(password.expose_secret()))
+                .map_err(|_| Error::Config("`store.url` cannot carry a password".into()))?;
+            Ok(url.to_string())
+        }
+    }
+}
