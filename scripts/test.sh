@@ -10,6 +10,13 @@ if ! command -v bao >/dev/null 2>&1; then
 fi
 bao version
 
+# PostgreSQL for the store suite and the multi-replica tests: Debian's server package.
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  echo "installing PostgreSQL from Debian's packages"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
+
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 if cargo nextest --version >/dev/null 2>&1; then

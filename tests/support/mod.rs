@@ -5,6 +5,7 @@
 pub mod bao;
 pub mod broker;
 pub mod ci_job;
+pub mod postgres;
 pub mod proxy;
 pub mod stack;
 pub mod webhooks;

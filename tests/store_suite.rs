@@ -1,18 +1,67 @@
-//! The SQLite store: replay records and lease transitions, on a real database file.
+//! The store's contract, run against every database it supports: the same tests on an SQLite
+//! file and on a throw-away PostgreSQL cluster.
+
+mod support;
+
+use std::sync::Arc;
 
 use ci_creds::backends::RevokeHandle;
 use ci_creds::store::{EndOutcome, LeaseBegun, LeaseState, NewLease, Store, now};
+use support::postgres::Postgres;
 
-async fn store() -> (tempfile::TempDir, Store) {
+/// A store under test, the URL to open it again, and what keeps its database alive.
+struct Subject {
+    store: Store,
+    url: String,
+    _database: Box<dyn std::any::Any + Send>,
+}
+
+async fn sqlite() -> Subject {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("store.db").display());
     let store = Store::connect(&url).await.expect("creates the database");
-    (dir, store)
+    Subject { store, url, _database: Box::new(dir) }
 }
 
-#[tokio::test]
-async fn accepts_a_token_once_until_it_is_pruned_after_expiry() {
-    let (_dir, store) = store().await;
+async fn postgres() -> Subject {
+    let postgres = Postgres::start().await;
+    postgres.create_database("ci_creds").await;
+    let url = postgres.url("ci_creds");
+    let store = Store::connect(&url).await.expect("migrates the database");
+    Subject { store, url, _database: Box::new(postgres) }
+}
+
+macro_rules! on_every_store {
+    ($($test:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(#[tokio::test(flavor = "multi_thread")]
+            async fn $test() {
+                super::$test(super::sqlite().await).await;
+            })*
+        }
+        mod on_postgres {
+            $(#[tokio::test(flavor = "multi_thread")]
+            async fn $test() {
+                super::$test(super::postgres().await).await;
+            })*
+        }
+    };
+}
+
+on_every_store!(
+    accepts_a_token_once_until_it_is_pruned_after_expiry,
+    keeps_replay_records_across_reopening,
+    moves_a_lease_from_pending_to_active_to_revoking_to_revoked,
+    refuses_new_leases_for_an_ended_job_even_one_never_seen,
+    keeps_the_handle_of_a_credential_minted_while_its_job_ended,
+    applies_a_webhook_delivery_once,
+    expires_and_prunes_what_has_run_out,
+    two_workers_never_claim_the_same_task,
+    a_job_ending_during_exchanges_leaves_no_active_lease,
+);
+
+async fn accepts_a_token_once_until_it_is_pruned_after_expiry(subject: Subject) {
+    let store = subject.store;
     assert!(store.record_exchange("github", "jti:a", 1_000).await.unwrap());
     assert!(!store.record_exchange("github", "jti:a", 1_000).await.unwrap(), "a replay");
     assert!(store.record_exchange("gitlab", "jti:a", 1_000).await.unwrap(), "another issuer's jti is another token");
@@ -22,13 +71,10 @@ async fn accepts_a_token_once_until_it_is_pruned_after_expiry() {
     assert!(!store.record_exchange("github", "jti:b", 5_000).await.unwrap(), "not yet expired: still remembered");
 }
 
-#[tokio::test]
-async fn keeps_replay_records_across_reopening() {
-    let (dir, store) = store().await;
-    assert!(store.record_exchange("github", "jti:a", i64::MAX).await.unwrap());
-    drop(store);
-    let url = format!("sqlite://{}", dir.path().join("store.db").display());
-    let reopened = Store::connect(&url).await.unwrap();
+async fn keeps_replay_records_across_reopening(subject: Subject) {
+    assert!(subject.store.record_exchange("github", "jti:a", i64::MAX).await.unwrap());
+    drop(subject.store);
+    let reopened = Store::connect(&subject.url).await.unwrap();
     assert!(!reopened.record_exchange("github", "jti:a", i64::MAX).await.unwrap());
 }
 
@@ -49,9 +95,8 @@ fn handle(accessor: &str) -> RevokeHandle {
     RevokeHandle::Vault { accessor: accessor.into() }
 }
 
-#[tokio::test]
-async fn moves_a_lease_from_pending_to_active_to_revoking_to_revoked() {
-    let (_dir, store) = store().await;
+async fn moves_a_lease_from_pending_to_active_to_revoking_to_revoked(subject: Subject) {
+    let store = subject.store;
     let far = now() + 3600;
     assert_eq!(store.begin_lease(&lease("l1", "42", far)).await.unwrap(), LeaseBegun::Begun);
     let leases = store.leases_of_job("github", "42").await.unwrap();
@@ -72,9 +117,8 @@ async fn moves_a_lease_from_pending_to_active_to_revoking_to_revoked() {
     assert_eq!((leases[0].state, leases[0].attempts, leases[0].last_error.clone()), (LeaseState::Revoked, 2, None));
 }
 
-#[tokio::test]
-async fn refuses_new_leases_for_an_ended_job_even_one_never_seen() {
-    let (_dir, store) = store().await;
+async fn refuses_new_leases_for_an_ended_job_even_one_never_seen(subject: Subject) {
+    let store = subject.store;
     let far = now() + 3600;
     assert_eq!(
         store.end_job("github", "7", "webhook:github", None, far).await.unwrap(),
@@ -84,9 +128,8 @@ async fn refuses_new_leases_for_an_ended_job_even_one_never_seen() {
     assert!(store.leases_of_job("github", "7").await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn keeps_the_handle_of_a_credential_minted_while_its_job_ended() {
-    let (_dir, store) = store().await;
+async fn keeps_the_handle_of_a_credential_minted_while_its_job_ended(subject: Subject) {
+    let store = subject.store;
     let far = now() + 3600;
     store.begin_lease(&lease("l1", "42", far)).await.unwrap();
     store.end_job("github", "42", "self", None, far).await.unwrap();
@@ -95,9 +138,8 @@ async fn keeps_the_handle_of_a_credential_minted_while_its_job_ended() {
     assert_eq!(store.claim_revocations(10, 60_000).await.unwrap().len(), 1, "now the queue can revoke it");
 }
 
-#[tokio::test]
-async fn applies_a_webhook_delivery_once() {
-    let (_dir, store) = store().await;
+async fn applies_a_webhook_delivery_once(subject: Subject) {
+    let store = subject.store;
     let delivery = Some(("github", "delivery-1"));
     let far = now() + 3600;
     assert!(matches!(
@@ -107,9 +149,8 @@ async fn applies_a_webhook_delivery_once() {
     assert_eq!(store.end_job("github", "42", "webhook:github", delivery, far).await.unwrap(), EndOutcome::Duplicate);
 }
 
-#[tokio::test]
-async fn expires_and_prunes_what_has_run_out() {
-    let (_dir, store) = store().await;
+async fn expires_and_prunes_what_has_run_out(subject: Subject) {
+    let store = subject.store;
     let now = now();
     store.begin_lease(&lease("old", "1", now - 10)).await.unwrap();
     store.activate_lease("old", &handle("a")).await.unwrap();
@@ -124,4 +165,57 @@ async fn expires_and_prunes_what_has_run_out() {
     assert_eq!(store.prune_leases(now + 1).await.unwrap(), 1, "the expired lease is forgotten after retention");
     assert_eq!(store.prune_jobs(now + 10_000, now).await.unwrap(), 1, "job 1 has no lease left and is past keep_until");
     assert_eq!(store.jobs(10).await.unwrap().len(), 1, "job 2 still holds a lease");
+}
+
+async fn two_workers_never_claim_the_same_task(subject: Subject) {
+    let far = now() + 3600;
+    for n in 0..40 {
+        let (id, job) = (format!("l{n}"), format!("{n}"));
+        subject.store.begin_lease(&lease(&id, &job, far)).await.unwrap();
+        subject.store.activate_lease(&id, &handle(&id)).await.unwrap();
+        subject.store.end_job("github", &job, "self", None, far).await.unwrap();
+    }
+    let other = Store::connect(&subject.url).await.unwrap();
+    let claim = |store: Store| async move {
+        let mut claimed = Vec::new();
+        for _ in 0..10 {
+            claimed.extend(store.claim_revocations(3, 60_000).await.unwrap().into_iter().map(|l| l.id));
+        }
+        claimed
+    };
+    let (a, b) = tokio::join!(tokio::spawn(claim(subject.store.clone())), tokio::spawn(claim(other)));
+    let mut all: Vec<String> = a.unwrap().into_iter().chain(b.unwrap()).collect();
+    let claimed = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!((claimed, all.len()), (40, 40), "every task claimed exactly once");
+}
+
+async fn a_job_ending_during_exchanges_leaves_no_active_lease(subject: Subject) {
+    let store = Arc::new(subject.store);
+    let far = now() + 3600;
+    let mut tasks = Vec::new();
+    for n in 0..30 {
+        let job = format!("{n}");
+        let (minter, ender) = (store.clone(), store.clone());
+        let job_for_end = job.clone();
+        tasks.push(tokio::spawn(async move {
+            let id = format!("lease-{job}");
+            if minter.begin_lease(&lease(&id, &job, far)).await.unwrap() == LeaseBegun::Begun {
+                minter.activate_lease(&id, &handle(&id)).await.unwrap();
+            }
+        }));
+        tasks.push(tokio::spawn(async move {
+            ender.end_job("github", &job_for_end, "webhook:github", None, far).await.unwrap();
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    for n in 0..30 {
+        for lease in store.leases_of_job("github", &n.to_string()).await.unwrap() {
+            assert_eq!(lease.state, LeaseState::Revoking, "job {n}: a lease of an ended job is being revoked");
+            assert!(lease.handle.is_some(), "job {n}: with the handle to revoke it");
+        }
+    }
 }
