@@ -131,6 +131,10 @@ impl Config {
         if self.lifecycle.sweep_interval.is_zero() {
             return Err(invalid("lifecycle.sweep_interval", "must be positive"));
         }
+        // A claim shorter than one backend call would let a second worker revoke the same lease.
+        if self.lifecycle.claim_timeout < std::time::Duration::from_secs(1) {
+            return Err(invalid("lifecycle.claim_timeout", "must be at least 1s"));
+        }
         Ok(())
     }
 

@@ -54,11 +54,19 @@ pub struct LifecycleConfig {
     pub retention: Duration,
     #[serde(default = "default_sweep_interval", deserialize_with = "human_duration")]
     pub sweep_interval: Duration,
+    /// How long a worker holds a claimed revocation task; a replica that dies holding one delays
+    /// it by at most this much before another replica takes it over.
+    #[serde(default = "default_claim_timeout", deserialize_with = "human_duration")]
+    pub claim_timeout: Duration,
 }
 
 impl Default for LifecycleConfig {
     fn default() -> Self {
-        Self { retention: default_retention(), sweep_interval: default_sweep_interval() }
+        Self {
+            retention: default_retention(),
+            sweep_interval: default_sweep_interval(),
+            claim_timeout: default_claim_timeout(),
+        }
     }
 }
 
@@ -69,6 +77,10 @@ fn human_duration<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<D
 
 fn default_retention() -> Duration {
     Duration::from_secs(24 * 3600)
+}
+
+fn default_claim_timeout() -> Duration {
+    Duration::from_secs(60)
 }
 
 fn default_sweep_interval() -> Duration {

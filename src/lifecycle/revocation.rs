@@ -13,8 +13,6 @@ use crate::store::{Lease, now_ms};
 
 /// Tasks taken per claim; they are revoked concurrently.
 const BATCH: i64 = 64;
-/// A claimed task not finished by then is taken by another worker (e.g. after a crash).
-const CLAIM_MS: i64 = 60_000;
 /// Due retries are picked up at least this often even when nothing wakes the worker.
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
 const FIRST_RETRY_MS: i64 = 1_000;
@@ -51,7 +49,8 @@ pub fn retry_delay_ms(attempts: i64) -> i64 {
 /// Works the queue until the process ends.
 pub async fn run(broker: Arc<Broker>) {
     loop {
-        let claimed = match broker.store.claim_revocations(BATCH, CLAIM_MS).await {
+        let claim_ms = broker.lifecycle.claim_timeout.as_millis() as i64;
+        let claimed = match broker.store.claim_revocations(BATCH, claim_ms).await {
             Ok(claimed) => claimed,
             Err(error) => {
                 tracing::warn!(%error, "cannot claim revocation tasks; retrying");

@@ -23,12 +23,26 @@ pub struct Setup<'a> {
     pub policy: &'a str,
     /// Appended to the generated config (e.g. `[webhooks.github]` sections).
     pub extra_config: &'a str,
+    /// A PostgreSQL URL without password (the broker reads it from TEST_STORE_PASSWORD); the
+    /// embedded SQLite store when `None`.
+    pub store_url: Option<&'a str>,
 }
+
+pub const STORE_PASSWORD: &str = super::postgres::SUPERUSER_PASSWORD;
 
 /// The webhook secrets the broker reads from its environment in tests.
 pub const GITHUB_WEBHOOK_SECRET: &str = "test-github-webhook-secret";
 pub const GITLAB_WEBHOOK_TOKEN: &str = "test-gitlab-webhook-token";
 pub const BUILDKITE_WEBHOOK_TOKEN: &str = "test-buildkite-webhook-token";
+
+fn store_section(postgres_url: Option<&str>) -> String {
+    match postgres_url {
+        Some(url) => format!(
+            "url = \"{url}\"\npassword_env = \"TEST_STORE_PASSWORD\"\nacquire_timeout_seconds = 1\nstatement_timeout_seconds = 2"
+        ),
+        None => "url = \"sqlite://ci-creds.db\"".to_owned(),
+    }
+}
 
 impl Broker {
     pub async fn start(setup: &Setup<'_>) -> Self {
@@ -36,7 +50,8 @@ impl Broker {
         std::fs::create_dir(dir.path().join("policy")).expect("policy dir");
         std::fs::write(dir.path().join("policy/roles.yaml"), setup.policy).expect("policy");
         let mut config = format!(
-            "listen = \"127.0.0.1:0\"\naudience = \"{AUDIENCE}\"\npolicy_dir = \"policy\"\n\n[store]\nurl = \"sqlite://ci-creds.db\"\n\n[vault]\naddress = \"{}\"\ntoken_env = \"TEST_VAULT_TOKEN\"\n",
+            "listen = \"127.0.0.1:0\"\naudience = \"{AUDIENCE}\"\npolicy_dir = \"policy\"\n\n[store]\n{}\n\n[vault]\naddress = \"{}\"\ntoken_env = \"TEST_VAULT_TOKEN\"\n",
+            store_section(setup.store_url),
             setup.vault_address
         );
         config.push_str("timeout_seconds = 2\n");
@@ -57,6 +72,7 @@ impl Broker {
             .args(["serve", "--config"])
             .arg(self.dir.path().join("config.toml"))
             .env("TEST_VAULT_TOKEN", ROOT_TOKEN)
+            .env("TEST_STORE_PASSWORD", STORE_PASSWORD)
             .env("TEST_GITHUB_WEBHOOK_SECRET", GITHUB_WEBHOOK_SECRET)
             .env("TEST_GITLAB_WEBHOOK_TOKEN", GITLAB_WEBHOOK_TOKEN)
             .env("TEST_BUILDKITE_WEBHOOK_TOKEN", BUILDKITE_WEBHOOK_TOKEN)

@@ -7,7 +7,8 @@ use ci_creds::dev::DevIssuer;
 use ci_creds::store::{Lease, Store};
 
 use super::bao::Bao;
-use super::broker::{Broker, Setup};
+use super::broker::{Broker, STORE_PASSWORD, Setup};
+use super::postgres::Postgres;
 use super::proxy::Proxy;
 use super::start_issuer;
 
@@ -82,6 +83,7 @@ token_env = "TEST_BUILDKITE_WEBHOOK_TOKEN"
 
 [lifecycle]
 sweep_interval = "1s"
+claim_timeout = "3s"
 "#;
 
 pub struct Stack {
@@ -92,10 +94,41 @@ pub struct Stack {
     pub gitlab: Arc<DevIssuer>,
     pub buildkite: Arc<DevIssuer>,
     pub broker: Broker,
+    /// The PostgreSQL URL (without password) the brokers share, if not the embedded SQLite.
+    store_url: Option<String>,
 }
 
 impl Stack {
     pub async fn start() -> Self {
+        Self::start_with_store(None).await
+    }
+
+    /// A stack whose broker keeps its state in `postgres` (database `ci_creds`, created here).
+    pub async fn start_on(postgres: &Postgres) -> Self {
+        postgres.create_database("ci_creds").await;
+        Self::start_with_store(Some(postgres.url_without_password("ci_creds"))).await
+    }
+
+    /// Another broker on the same config and store: a second replica.
+    pub async fn replica(&self) -> Broker {
+        Broker::start(&self.setup()).await
+    }
+
+    fn setup(&self) -> Setup<'_> {
+        Setup {
+            issuers: vec![
+                ("github", "github", self.github.url()),
+                ("gitlab", "gitlab", self.gitlab.url()),
+                ("buildkite", "buildkite", self.buildkite.url()),
+            ],
+            vault_address: &self.vault_proxy.address,
+            policy: POLICY,
+            extra_config: EXTRA_CONFIG,
+            store_url: self.store_url.as_deref(),
+        }
+    }
+
+    async fn start_with_store(store_url: Option<String>) -> Self {
         let bao = Bao::start().await;
         bao.put_policy("deploy-prod", DEPLOY_PROD_HCL).await;
         bao.put_policy("read-config", READ_CONFIG_HCL).await;
@@ -115,9 +148,19 @@ impl Stack {
             vault_address: &vault_proxy.address,
             policy: POLICY,
             extra_config: EXTRA_CONFIG,
+            store_url: store_url.as_deref(),
         })
         .await;
-        Self { bao, vault_proxy, github, gitlab, buildkite, broker }
+        Self { bao, vault_proxy, github, gitlab, buildkite, broker, store_url }
+    }
+
+    /// The broker's store, opened by the test.
+    pub async fn store(&self) -> Store {
+        let url = match &self.store_url {
+            Some(url) => url.replacen("postgres://postgres@", &format!("postgres://postgres:{STORE_PASSWORD}@"), 1),
+            None => format!("sqlite://{}", self.broker.database().display()),
+        };
+        Store::connect(&url).await.expect("the broker's store opens")
     }
 
     /// Exchanges `token` for `roles`; returns the minted Vault tokens' accessors.
@@ -146,8 +189,7 @@ impl Stack {
 
     /// The leases the broker recorded for a job, read from its database.
     pub async fn leases(&self, issuer: &str, job_id: &str) -> Vec<Lease> {
-        let url = format!("sqlite://{}", self.broker.database().display());
-        let store = Store::connect(&url).await.expect("broker database opens");
+        let store = self.store().await;
         store.leases_of_job(issuer, job_id).await.expect("leases readable")
     }
 }
