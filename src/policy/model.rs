@@ -34,6 +34,9 @@ pub struct Role {
 #[derive(Clone, Debug)]
 pub struct VaultScope {
     pub policies: Vec<String>,
+    /// A dynamic secret (e.g. `database/creds/readonly`) read with the job's token, so its lease
+    /// is a child of that token and dies with it.
+    pub secret_path: Option<String>,
 }
 
 /// Conditions that must all hold for the rule to match; never empty.
@@ -76,7 +79,9 @@ impl<'de> Deserialize<'de> for RoleEntry {
                 return Err("a role needs a non-empty `name`".to_owned());
             }
             let vault = match (doc.backend, doc.vault) {
-                (BackendKind::Vault, Some(VaultDoc { policies })) => Some(VaultScope { policies }),
+                (BackendKind::Vault, Some(VaultDoc { policies, secret_path })) => {
+                    Some(VaultScope { policies, secret_path })
+                }
                 (BackendKind::Vault, None) => {
                     return Err(format!(
                         "role `{}` has backend vault but no `vault:` section; hint: add `vault: {{ policies: [...] }}` naming the Vault policies its tokens get",
@@ -100,10 +105,13 @@ impl<'de> Deserialize<'de> for RoleEntry {
 #[serde(deny_unknown_fields)]
 struct VaultFields {
     policies: Vec<String>,
+    #[serde(default)]
+    secret_path: Option<String>,
 }
 
 struct VaultDoc {
     policies: Vec<String>,
+    secret_path: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for VaultDoc {
@@ -115,7 +123,19 @@ impl<'de> Deserialize<'de> for VaultDoc {
             if doc.policies.iter().any(String::is_empty) {
                 return Err("`vault.policies` has an empty policy name".to_owned());
             }
-            Ok(VaultDoc { policies: doc.policies })
+            if let Some(path) = &doc.secret_path {
+                let bad = path.is_empty()
+                    || path.starts_with('/')
+                    || path.starts_with("v1/")
+                    || path.split('/').any(|part| part.is_empty() || part == "." || part == "..")
+                    || path.contains(['?', '#']);
+                if bad {
+                    return Err(format!(
+                        "`vault.secret_path` `{path}` is not a Vault path; hint: write it as the API path after /v1/, e.g. database/creds/readonly"
+                    ));
+                }
+            }
+            Ok(VaultDoc { policies: doc.policies, secret_path: doc.secret_path })
         })
     }
 }
