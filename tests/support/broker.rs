@@ -15,6 +15,7 @@ pub struct Broker {
     pub dir: TempDir,
     child: Option<Child>,
     http: reqwest::Client,
+    env: Vec<(String, String)>,
 }
 
 pub struct Setup<'a> {
@@ -23,6 +24,8 @@ pub struct Setup<'a> {
     pub policy: &'a str,
     /// Appended to the generated config (e.g. `[webhooks.github]` sections).
     pub extra_config: &'a str,
+    /// Extra environment for the broker process (e.g. its own AWS identity).
+    pub env: Vec<(&'a str, String)>,
 }
 
 /// The webhook secrets the broker reads from its environment in tests.
@@ -45,7 +48,8 @@ impl Broker {
             config.push_str(&format!("\n[[issuers]]\nname = \"{name}\"\nkind = \"{kind}\"\nissuer = \"{issuer}\"\n"));
         }
         std::fs::write(dir.path().join("config.toml"), config).expect("config");
-        let mut broker = Self { url: String::new(), dir, child: None, http: reqwest::Client::new() };
+        let env = setup.env.iter().map(|(name, value)| ((*name).to_owned(), value.clone())).collect();
+        let mut broker = Self { url: String::new(), dir, child: None, http: reqwest::Client::new(), env };
         broker.spawn().await;
         broker
     }
@@ -61,6 +65,7 @@ impl Broker {
             .env("TEST_GITLAB_WEBHOOK_TOKEN", GITLAB_WEBHOOK_TOKEN)
             .env("TEST_BUILDKITE_WEBHOOK_TOKEN", BUILDKITE_WEBHOOK_TOKEN)
             .env("RUST_LOG", "trace")
+            .envs(self.env.iter().map(|(name, value)| (name.as_str(), value.as_str())))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

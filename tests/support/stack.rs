@@ -115,6 +115,7 @@ impl Stack {
             vault_address: &vault_proxy.address,
             policy: POLICY,
             extra_config: EXTRA_CONFIG,
+            env: Vec::new(),
         })
         .await;
         Self { bao, vault_proxy, github, gitlab, buildkite, broker }
