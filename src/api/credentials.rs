@@ -47,6 +47,19 @@ struct CredentialBody {
     expires_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     vault: Option<VaultCredential>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aws: Option<AwsCredential>,
+}
+
+#[derive(Serialize)]
+struct AwsCredential {
+    #[serde(serialize_with = "expose")]
+    access_key_id: SecretString,
+    #[serde(serialize_with = "expose")]
+    secret_access_key: SecretString,
+    #[serde(serialize_with = "expose")]
+    session_token: SecretString,
+    region: String,
 }
 
 #[derive(Serialize)]
@@ -96,9 +109,12 @@ fn response(exchanged: Exchanged) -> CredentialsResponse {
         .credentials
         .into_iter()
         .map(|issued| {
-            let (backend, vault) = match issued.credential {
+            let (backend, vault, aws) = match issued.credential {
                 Credential::Vault { address, token, accessor } => {
-                    ("vault", Some(VaultCredential { address, token, accessor }))
+                    ("vault", Some(VaultCredential { address, token, accessor }), None)
+                }
+                Credential::Aws { access_key_id, secret_access_key, session_token, region } => {
+                    ("aws", None, Some(AwsCredential { access_key_id, secret_access_key, session_token, region }))
                 }
             };
             CredentialBody {
@@ -107,6 +123,7 @@ fn response(exchanged: Exchanged) -> CredentialsResponse {
                 lease_id: issued.lease_id,
                 expires_at: issued.expires_at.format(&Rfc3339).unwrap_or_default(),
                 vault,
+                aws,
             }
         })
         .collect();

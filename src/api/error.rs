@@ -4,6 +4,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use crate::backends;
 use crate::identity;
 use crate::lifecycle;
 use crate::policy::RoleDenial;
@@ -65,6 +66,7 @@ impl ApiError {
                 L::JobEnded => (StatusCode::CONFLICT, "job_ended"),
                 L::InvalidSignature => (StatusCode::UNAUTHORIZED, "invalid_signature"),
                 L::WebhookNotConfigured(_) => (StatusCode::NOT_FOUND, "not_found"),
+                L::Backend(backends::Error::Refused { .. }) => (StatusCode::BAD_GATEWAY, "backend_refused"),
                 L::Backend(_) => (StatusCode::SERVICE_UNAVAILABLE, "backend_unavailable"),
                 L::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
             },
@@ -79,7 +81,11 @@ impl ApiError {
             Self::NotFound => "no such endpoint".into(),
             Self::MethodNotAllowed => "this endpoint does not accept that method".into(),
             Self::NotReady(reason) => reason.clone(),
-            // Backend and store details go to the log, not to the caller.
+            // Backend and store details go to the log, not to the caller; a refusal's code (e.g.
+            // AWS's `AccessDenied`) tells the platform team where to look.
+            Self::Lifecycle(lifecycle::Error::Backend(backends::Error::Refused { backend, code, .. })) => {
+                format!("the {backend} backend refused to issue the credential: {code}")
+            }
             Self::Lifecycle(lifecycle::Error::Backend(_)) => {
                 "the credential backend is unavailable; retry later".into()
             }

@@ -1,6 +1,7 @@
 //! How credentials are minted and revoked: one module per backend behind one trait. Backends
 //! know nothing of HTTP requests or policy files; they get a job, a scope and a TTL.
 
+pub mod aws;
 pub mod vault;
 
 use std::time::Duration;
@@ -16,31 +17,47 @@ pub enum Error {
     /// The backend could not be reached or failed; the exchange may be retried.
     #[error("{backend} is unavailable: {reason}")]
     Unavailable { backend: &'static str, reason: String },
-    /// The backend answered, but refused what was asked (a misconfiguration, not the job's fault).
-    #[error("{backend} refused the request: {reason}")]
-    Refused { backend: &'static str, reason: String },
+    /// The backend answered, but refused what was asked (a misconfiguration, not the job's
+    /// fault). `code` is the backend's own error code, fit to show the caller; `reason` is for the log.
+    #[error("{backend} refused the request ({code}): {reason}")]
+    Refused { backend: &'static str, code: String, reason: String },
     /// The role names a backend this broker has no configuration for.
     #[error("backend `{0}` is not configured on this broker")]
     NotConfigured(&'static str),
+    /// A revoke handle reached a backend that did not mint it (a bug, not an outage).
+    #[error("backend `{0}` was given another backend's revoke handle")]
+    WrongHandle(&'static str),
 }
 
 /// A minted credential as handed to the job. Secret parts redact on `Debug`.
 #[derive(Debug)]
 pub enum Credential {
     Vault { address: String, token: SecretString, accessor: String },
+    Aws { access_key_id: SecretString, secret_access_key: SecretString, session_token: SecretString, region: String },
 }
 
 /// The non-secret handle that revokes one credential; stored with its lease.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RevokeHandle {
-    Vault { accessor: String },
+    Vault {
+        accessor: String,
+    },
+    /// An STS session cannot be revoked: its source identity is denied on its role until
+    /// `expires_at` (unix seconds), when the session is dead anyway.
+    Aws {
+        role_arn: String,
+        source_identity: String,
+        expires_at: i64,
+    },
 }
 
 #[derive(Debug)]
 pub struct Minted {
     pub credential: Credential,
     pub handle: RevokeHandle,
+    /// When the backend says the credential expires, if it says so.
+    pub expires_at: Option<time::OffsetDateTime>,
 }
 
 /// What a backend is asked to mint: the role's scope, bound to one job, for `ttl`.
@@ -55,6 +72,7 @@ pub struct MintRequest<'a, S> {
 #[derive(Default)]
 pub struct Backends {
     pub vault: Option<vault::VaultBackend>,
+    pub aws: Option<aws::AwsBackend>,
 }
 
 impl Backends {
@@ -62,9 +80,21 @@ impl Backends {
         self.vault.as_ref().ok_or(Error::NotConfigured("vault"))
     }
 
+    pub fn aws(&self) -> Result<&aws::AwsBackend, Error> {
+        self.aws.as_ref().ok_or(Error::NotConfigured("aws"))
+    }
+
     pub async fn revoke(&self, handle: &RevokeHandle) -> Result<(), Error> {
         match handle {
             RevokeHandle::Vault { .. } => self.vault()?.revoke(handle).await,
+            RevokeHandle::Aws { .. } => self.aws()?.revoke(handle).await,
+        }
+    }
+
+    /// Housekeeping for the sweeper: forgets AWS deny-list entries whose sessions expired.
+    pub async fn prune(&self) {
+        if let Some(aws) = &self.aws {
+            aws.prune().await;
         }
     }
 
@@ -72,6 +102,9 @@ impl Backends {
     pub async fn check(&self) -> Result<(), Error> {
         if let Some(vault) = &self.vault {
             vault.check().await?;
+        }
+        if let Some(aws) = &self.aws {
+            aws.check().await?;
         }
         Ok(())
     }

@@ -58,7 +58,7 @@ impl VaultBackend {
             .token(token.expose_secret())
             .timeout(Some(std::time::Duration::from_secs(config.timeout_seconds)))
             .build()
-            .map_err(|e| Error::Refused { backend: NAME, reason: e.to_string() })?;
+            .map_err(|e| Error::Refused { backend: NAME, code: "config".into(), reason: e.to_string() })?;
         let client = VaultClient::new(settings).map_err(classify)?;
         Ok(Self { address: config.address.trim_end_matches('/').to_owned(), client, http })
     }
@@ -96,11 +96,12 @@ impl Backend for VaultBackend {
                 accessor: auth.accessor.clone(),
             },
             handle: RevokeHandle::Vault { accessor: auth.accessor },
+            expires_at: None,
         })
     }
 
     async fn revoke(&self, handle: &RevokeHandle) -> Result<(), Error> {
-        let RevokeHandle::Vault { accessor } = handle;
+        let RevokeHandle::Vault { accessor } = handle else { return Err(Error::WrongHandle(NAME)) };
         match vaultrs::token::revoke_accessor(&self.client, accessor).await {
             Ok(()) => Ok(()),
             // Vault answers 400 for an accessor it no longer knows: the token is already gone.
@@ -122,7 +123,7 @@ impl Backend for VaultBackend {
 fn classify(error: ClientError) -> Error {
     match error {
         ClientError::APIError { code, errors } if (400..500).contains(&code) => {
-            Error::Refused { backend: NAME, reason: format!("HTTP {code}: {}", errors.join("; ")) }
+            Error::Refused { backend: NAME, code: format!("HTTP {code}"), reason: errors.join("; ") }
         }
         ClientError::APIError { code, errors } => {
             Error::Unavailable { backend: NAME, reason: format!("HTTP {code}: {}", errors.join("; ")) }

@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 use super::{Broker, Error};
 use crate::backends::{self, Backend, Credential, MintRequest, Minted, RevokeHandle};
 use crate::job::Job;
-use crate::policy::{BackendKind, Decision, Role};
+use crate::policy::{AWS_MIN_SESSION, BackendKind, Decision, Role};
 use crate::store::{LeaseBegun, LeaseState, NewLease};
 
 /// More roles than any job needs in one exchange; bounds the work one request can cause.
@@ -67,7 +67,7 @@ impl Broker {
     }
 
     async fn mint(&self, job: &Job, role: &Role, ttl: Option<Duration>) -> Result<IssuedCredential, Error> {
-        let ttl = ttl.map_or(role.max_ttl, |ttl| ttl.min(role.max_ttl));
+        let ttl = granted_ttl(role, ttl);
         let expires_at = OffsetDateTime::now_utc() + ttl;
         let lease_id = uuid::Uuid::new_v4().to_string();
         let keep_until = expires_at.unix_timestamp().max(job.expires_at) + self.lifecycle.retention.as_secs() as i64;
@@ -79,7 +79,7 @@ impl Broker {
                 job_id: &job.job_id,
                 repository: &job.repository,
                 role: &role.name,
-                backend: backend_name(role.backend),
+                backend: role.backend.as_str(),
                 expires_at: expires_at.unix_timestamp(),
                 job_keep_until: keep_until,
             })
@@ -108,6 +108,7 @@ impl Broker {
                 return Err(error.into());
             }
         }
+        let expires_at = minted.expires_at.unwrap_or(expires_at);
         Ok(IssuedCredential { role: role.name.clone(), lease_id, expires_at, credential: minted.credential })
     }
 
@@ -116,6 +117,10 @@ impl Broker {
             BackendKind::Vault => {
                 let scope = role.vault.as_ref().ok_or(backends::Error::NotConfigured("vault"))?;
                 self.backends.vault()?.mint(MintRequest { job, role: &role.name, scope, ttl }).await
+            }
+            BackendKind::Aws => {
+                let scope = role.aws.as_ref().ok_or(backends::Error::NotConfigured("aws"))?;
+                self.backends.aws()?.mint(MintRequest { job, role: &role.name, scope, ttl }).await
             }
         }
     }
@@ -137,9 +142,13 @@ impl Broker {
     }
 }
 
-fn backend_name(kind: BackendKind) -> &'static str {
-    match kind {
-        BackendKind::Vault => "vault",
+/// The requested TTL clamped to the role's `max_ttl`, and for AWS raised to STS's minimum so the
+/// lease's recorded expiry is the session's.
+fn granted_ttl(role: &Role, requested: Option<Duration>) -> Duration {
+    let ttl = requested.map_or(role.max_ttl, |ttl| ttl.min(role.max_ttl));
+    match role.backend {
+        BackendKind::Vault => ttl,
+        BackendKind::Aws => ttl.max(AWS_MIN_SESSION),
     }
 }
 

@@ -1,5 +1,5 @@
 //! Periodic housekeeping: expire leases whose credentials died by themselves, forget records
-//! past their retention, so the store stays bounded.
+//! past their retention, so the store stays bounded; prune AWS deny lists of expired sessions.
 
 use std::sync::Arc;
 
@@ -34,5 +34,7 @@ pub async fn sweep(broker: &Broker) -> Result<(), crate::store::Error> {
     if expired + replays + leases + jobs > 0 {
         tracing::info!(expired, replays, leases, jobs, "sweep: expired leases and pruned records");
     }
+    // Backend housekeeping logs its own failures: one unreachable backend must not stop the sweep.
+    broker.backends.prune().await;
     Ok(())
 }

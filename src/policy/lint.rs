@@ -77,9 +77,7 @@ fn lint_rule(rule: &Rule, backend: BackendKind, tiers: &[&str], warn: &mut impl 
         }
     }
     if reachable_from_pull_requests(rule) {
-        let backend = match backend {
-            BackendKind::Vault => "vault",
-        };
+        let backend = backend.as_str();
         warn(
             format!(
                 "this {backend} role is reachable from `event: pull_request`: code proposed in a pull or merge request would get its credentials"

@@ -21,7 +21,9 @@ pub use decision::{Decision, RoleDenial};
 pub use error::Error;
 pub use explain::{ConditionCheck, RoleExplanation, RuleExplanation};
 pub use lint::Warning;
-pub use model::{BackendKind, Role, Rule, VaultScope};
+pub use model::{
+    AWS_MAX_SESSION, AWS_MIN_SESSION, AWS_RESERVED_TAG_PREFIX, AwsScope, BackendKind, Role, Rule, VaultScope,
+};
 
 use matcher::Ctx;
 use model::FileDoc;

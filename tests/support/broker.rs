@@ -15,6 +15,7 @@ pub struct Broker {
     pub dir: TempDir,
     child: Option<Child>,
     http: reqwest::Client,
+    env: Vec<(String, String)>,
 }
 
 pub struct Setup<'a> {
@@ -26,6 +27,8 @@ pub struct Setup<'a> {
     /// A PostgreSQL URL without password (the broker reads it from TEST_STORE_PASSWORD); the
     /// embedded SQLite store when `None`.
     pub store_url: Option<&'a str>,
+    /// Extra environment for the broker process (e.g. its own AWS identity).
+    pub env: Vec<(&'a str, String)>,
 }
 
 pub const STORE_PASSWORD: &str = super::postgres::SUPERUSER_PASSWORD;
@@ -60,7 +63,8 @@ impl Broker {
             config.push_str(&format!("\n[[issuers]]\nname = \"{name}\"\nkind = \"{kind}\"\nissuer = \"{issuer}\"\n"));
         }
         std::fs::write(dir.path().join("config.toml"), config).expect("config");
-        let mut broker = Self { url: String::new(), dir, child: None, http: reqwest::Client::new() };
+        let env = setup.env.iter().map(|(name, value)| ((*name).to_owned(), value.clone())).collect();
+        let mut broker = Self { url: String::new(), dir, child: None, http: reqwest::Client::new(), env };
         broker.spawn().await;
         broker
     }
@@ -77,6 +81,7 @@ impl Broker {
             .env("TEST_GITLAB_WEBHOOK_TOKEN", GITLAB_WEBHOOK_TOKEN)
             .env("TEST_BUILDKITE_WEBHOOK_TOKEN", BUILDKITE_WEBHOOK_TOKEN)
             .env("RUST_LOG", "trace")
+            .envs(self.env.iter().map(|(name, value)| (name.as_str(), value.as_str())))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

@@ -2,9 +2,11 @@
 //! tokens shaped like the CI fixtures, and the broker binary itself.
 #![allow(dead_code)]
 
+pub mod aws_stack;
 pub mod bao;
 pub mod broker;
 pub mod ci_job;
+pub mod moto;
 pub mod postgres;
 pub mod proxy;
 pub mod stack;

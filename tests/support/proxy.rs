@@ -1,8 +1,8 @@
 //! A loopback TCP proxy in front of OpenBao that can stop forwarding, so tests make a backend
 //! outage exactly when they want it, on connections already open too.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -20,6 +20,8 @@ pub enum Mode {
 pub struct Proxy {
     pub address: String,
     mode: Arc<AtomicU8>,
+    /// Every byte forwarded upstream, so tests can read what the broker asked for.
+    sent: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Proxy {
@@ -28,13 +30,37 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("proxy binds");
         let address = format!("http://{}", listener.local_addr().unwrap());
         let mode = Arc::new(AtomicU8::new(Mode::Forward as u8));
-        let shared = mode.clone();
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let (shared, record) = (mode.clone(), sent.clone());
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                tokio::spawn(relay(client, upstream.clone(), shared.clone()));
+                tokio::spawn(relay(client, upstream.clone(), shared.clone(), record.clone()));
             }
         });
-        Self { address, mode }
+        Self { address, mode, sent }
+    }
+
+    /// The bodies of the HTTP requests forwarded so far, in order.
+    pub fn request_bodies(&self) -> Vec<String> {
+        let sent = self.sent.lock().unwrap();
+        let text = String::from_utf8_lossy(&sent);
+        let mut bodies = Vec::new();
+        let mut rest: &str = &text;
+        while let Some(end) = rest.find("\r\n\r\n") {
+            let headers = &rest[..end];
+            let length = headers
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length").then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            let body_start = end + 4;
+            let body_end = (body_start + length).min(rest.len());
+            bodies.push(rest[body_start..body_end].to_owned());
+            rest = &rest[body_end..];
+        }
+        bodies
     }
 
     pub fn set(&self, mode: Mode) {
@@ -50,7 +76,7 @@ fn mode(shared: &AtomicU8) -> Mode {
     }
 }
 
-async fn relay(mut client: TcpStream, upstream: String, shared: Arc<AtomicU8>) {
+async fn relay(mut client: TcpStream, upstream: String, shared: Arc<AtomicU8>, sent: Arc<Mutex<Vec<u8>>>) {
     if mode(&shared) == Mode::Refuse {
         return;
     }
@@ -62,6 +88,7 @@ async fn relay(mut client: TcpStream, upstream: String, shared: Arc<AtomicU8>) {
         while let Ok(n @ 1..) = client_read.read(&mut buffer).await {
             match mode(&shared) {
                 Mode::Forward => {
+                    sent.lock().unwrap().extend_from_slice(&buffer[..n]);
                     if server_write.write_all(&buffer[..n]).await.is_err() {
                         break;
                     }

@@ -125,6 +125,7 @@ impl Stack {
             policy: POLICY,
             extra_config: EXTRA_CONFIG,
             store_url: self.store_url.as_deref(),
+            env: Vec::new(),
         }
     }
 
@@ -149,6 +150,7 @@ impl Stack {
             policy: POLICY,
             extra_config: EXTRA_CONFIG,
             store_url: store_url.as_deref(),
+            env: Vec::new(),
         })
         .await;
         Self { bao, vault_proxy, github, gitlab, buildkite, broker, store_url }

@@ -1,6 +1,7 @@
 //! Table-driven policy tests: jobs modelled on `shared/fixtures/*-token-claims.json`, each case
 //! changing one thing.
 
+mod aws_roles;
 mod deciding;
 mod explaining;
 mod linting;
