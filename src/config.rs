@@ -9,11 +9,13 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use thiserror::Error;
 
+use crate::audit::AuditConfig;
 use crate::backends::vault::VaultConfig;
 use crate::identity::{ASYMMETRIC_ALGORITHMS, IssuerConfig};
 use crate::job::CiKind;
 use crate::lifecycle::LifecycleConfig;
 use crate::lifecycle::webhooks::{Webhooks, WebhooksConfig};
+use crate::metrics::MetricsConfig;
 use crate::net::check_url_scheme;
 use crate::policy::{self, PolicyFile, PolicySet};
 
@@ -33,6 +35,10 @@ pub struct Config {
     pub webhooks: WebhooksConfig,
     #[serde(default)]
     pub lifecycle: LifecycleConfig,
+    #[serde(default)]
+    pub audit: AuditConfig,
+    #[serde(default)]
+    pub metrics: MetricsConfig,
 }
 
 /// Secrets read from the environment at start, kept in redacting types.
@@ -73,6 +79,9 @@ impl Config {
         let base = path.parent().unwrap_or(Path::new("."));
         config.policy_dir = base.join(&config.policy_dir);
         config.store.url = resolve_sqlite_url(&config.store.url, base)?;
+        if let Some(file) = &config.audit.file {
+            config.audit.file = Some(base.join(file));
+        }
         config.validate()?;
         Ok(config)
     }

@@ -1,7 +1,7 @@
 //! `POST /v1/credentials`: a CI token in, job-bound credentials out.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::body::Body;
@@ -14,7 +14,8 @@ use time::format_description::well_known::Rfc3339;
 use super::body::read_limited;
 use super::{ApiError, MAX_BODY_BYTES};
 use crate::backends::Credential;
-use crate::lifecycle::{Broker, ExchangeRequest, Exchanged};
+use crate::lifecycle::{Broker, ExchangeRequest, Exchanged, MAX_ROLES_PER_EXCHANGE};
+use crate::metrics;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -67,17 +68,50 @@ pub async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<CredentialsResponse>, ApiError> {
+    let started = Instant::now();
+    let mut roles = Vec::new();
+    let mut repository = None;
+    let result = exchange(&broker, &headers, body, &mut roles, &mut repository).await;
+    let code = result.as_ref().map_or_else(ApiError::code, |_| "granted");
+    metrics::exchange(code, &role_labels(&broker, &roles), repository.as_deref(), started.elapsed());
+    Ok(Json(response(result?)))
+}
+
+async fn exchange(
+    broker: &Broker,
+    headers: &HeaderMap,
+    body: Body,
+    roles: &mut Vec<String>,
+    repository: &mut Option<String>,
+) -> Result<Exchanged, ApiError> {
     let body = read_limited(body, MAX_BODY_BYTES).await?;
     let request: CredentialsRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::InvalidRequest(format!("the body must be JSON like {{\"roles\": [\"name\"]}}: {e}")))?;
-    let token = bearer_token(&headers)?;
-    let exchanged = broker
-        .exchange(
+    roles.clone_from(&request.roles);
+    let token = bearer_token(headers)?;
+    let attempt = broker
+        .attempt_exchange(
             token.expose_secret(),
             ExchangeRequest { roles: request.roles, ttl: request.ttl_seconds.map(Duration::from_secs) },
         )
-        .await?;
-    Ok(Json(response(exchanged)))
+        .await;
+    *repository = attempt.repository;
+    Ok(attempt.result?)
+}
+
+/// Requested roles as metric labels: the policy's names only, so a caller cannot mint labels.
+fn role_labels(broker: &Broker, requested: &[String]) -> Vec<String> {
+    let mut labels: Vec<String> = requested
+        .iter()
+        .take(MAX_ROLES_PER_EXCHANGE)
+        .map(|role| if broker.policy.role(role).is_some() { role.clone() } else { "undefined".into() })
+        .collect();
+    labels.sort();
+    labels.dedup();
+    if labels.is_empty() {
+        labels.push("none".into());
+    }
+    labels
 }
 
 pub(super) fn bearer_token(headers: &HeaderMap) -> Result<SecretString, ApiError> {

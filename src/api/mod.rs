@@ -5,6 +5,7 @@ mod context;
 mod credentials;
 mod error;
 mod health;
+mod metrics;
 mod webhooks;
 
 pub use error::ApiError;
@@ -31,6 +32,7 @@ pub fn router(broker: Arc<Broker>) -> Router {
         .route("/v1/webhooks/buildkite", post(webhooks::buildkite))
         .route("/healthz", get(health::live))
         .route("/readyz", get(health::ready))
+        .route("/metrics", get(metrics::scrape))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

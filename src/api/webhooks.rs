@@ -15,6 +15,7 @@ use super::body::read_limited;
 use super::credentials::bearer_token;
 use crate::lifecycle::Broker;
 use crate::lifecycle::webhooks::{WebhookOutcome, WebhookSource};
+use crate::metrics;
 
 /// Webhook bodies larger than any job event are refused.
 pub const MAX_WEBHOOK_BYTES: usize = 1024 * 1024;
@@ -41,8 +42,18 @@ async fn receive(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let body = read_limited(body, MAX_WEBHOOK_BYTES).await?;
-    let outcome = broker.webhook(source, headers, &body).await?;
+    let outcome = match read_limited(body, MAX_WEBHOOK_BYTES).await {
+        Ok(body) => broker.webhook(source, headers, &body).await.map_err(ApiError::from),
+        Err(error) => Err(error),
+    };
+    let label = match &outcome {
+        Ok(WebhookOutcome::Ended(_)) => "ended",
+        Ok(WebhookOutcome::Ignored(_)) => "ignored",
+        Ok(WebhookOutcome::Duplicate) => "duplicate",
+        Err(error) => error.code(),
+    };
+    metrics::webhook(source.name(), label);
+    let outcome = outcome?;
     tracing::info!(source = source.name(), outcome = ?outcome, "webhook");
     Ok(match outcome {
         WebhookOutcome::Ended(ended) => (StatusCode::OK, Json(ended)).into_response(),
