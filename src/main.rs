@@ -54,6 +54,8 @@ enum Command {
     /// The audit trail.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Print the HTTP API's OpenAPI 3.1 document (as checked in at openapi/openapi.json).
+    Openapi,
 }
 
 #[derive(Subcommand)]
@@ -170,6 +172,7 @@ async fn main() -> Result<()> {
                 }
             }
         }
+        Command::Openapi => print!("{}", ci_creds::api::openapi_json()),
         Command::Get(args) => exit_with(client::get(args).await),
         Command::Revoke(args) => exit_with(client::revoke(args).await),
     }

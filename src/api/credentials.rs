@@ -10,28 +10,35 @@ use axum::http::{HeaderMap, header};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
 use time::format_description::well_known::Rfc3339;
+use utoipa::ToSchema;
 
 use super::body::read_limited;
+use super::openapi::ErrorResponse;
 use super::{ApiError, MAX_BODY_BYTES};
 use crate::backends::Credential;
 use crate::lifecycle::{Broker, ExchangeRequest, Exchanged, MAX_ROLES_PER_EXCHANGE};
 use crate::metrics;
 
-#[derive(Deserialize)]
+/// Roles to mint for the job; all are granted or none is.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CredentialsRequest {
+    /// 1 to 16 role names, each 1 to 128 bytes.
+    #[schema(min_items = 1, max_items = 16)]
     roles: Vec<String>,
+    /// Clamped to each role's `max_ttl`; the role's `max_ttl` when absent.
     #[serde(default)]
+    #[schema(minimum = 1, nullable = false)]
     ttl_seconds: Option<u64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct CredentialsResponse {
     job: JobSummary,
     credentials: Vec<CredentialBody>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 struct JobSummary {
     issuer: String,
     job_id: String,
@@ -40,20 +47,24 @@ struct JobSummary {
     git_ref: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 struct CredentialBody {
     role: String,
+    #[schema(value_type = String, example = "vault")]
     backend: &'static str,
     lease_id: String,
+    #[schema(format = DateTime)]
     expires_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     vault: Option<VaultCredential>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 struct VaultCredential {
     address: String,
     #[serde(serialize_with = "expose")]
+    #[schema(value_type = String)]
     token: SecretString,
     accessor: String,
 }
@@ -63,6 +74,18 @@ fn expose<S: Serializer>(secret: &SecretString, serializer: S) -> Result<S::Ok, 
     serializer.serialize_str(secret.expose_secret())
 }
 
+#[utoipa::path(post, path = "/v1/credentials", tag = "credentials",
+    request_body = CredentialsRequest,
+    security(("ci_oidc_token" = [])),
+    responses(
+        (status = 200, description = "Every requested role's credential", body = CredentialsResponse),
+        (status = 400, description = "`invalid_request`", body = ErrorResponse),
+        (status = 401, description = "`invalid_token`, `unknown_issuer`", body = ErrorResponse),
+        (status = 403, description = "`access_denied`, with `denied`", body = ErrorResponse),
+        (status = 409, description = "`token_replayed`, `job_ended`", body = ErrorResponse),
+        (status = 413, description = "`payload_too_large`", body = ErrorResponse),
+        (status = 503, description = "`backend_unavailable`, `issuer_unavailable`, `store_unavailable`", body = ErrorResponse),
+    ))]
 pub async fn create(
     State(broker): State<Arc<Broker>>,
     headers: HeaderMap,
