@@ -10,12 +10,14 @@ use secrecy::SecretString;
 use serde::Deserialize;
 use thiserror::Error;
 
+use crate::audit::AuditConfig;
 use crate::backends::aws::AwsConfig;
 use crate::backends::vault::VaultConfig;
 use crate::identity::{ASYMMETRIC_ALGORITHMS, IssuerConfig};
 use crate::job::CiKind;
 use crate::lifecycle::LifecycleConfig;
 use crate::lifecycle::webhooks::{Webhooks, WebhooksConfig};
+use crate::metrics::MetricsConfig;
 use crate::net::check_url_scheme;
 use crate::policy::{self, PolicyFile, PolicySet};
 pub use crate::store::StoreConfig;
@@ -38,6 +40,10 @@ pub struct Config {
     pub webhooks: WebhooksConfig,
     #[serde(default)]
     pub lifecycle: LifecycleConfig,
+    #[serde(default)]
+    pub audit: AuditConfig,
+    #[serde(default)]
+    pub metrics: MetricsConfig,
 }
 
 /// Secrets read from the environment at start, kept in redacting types.
@@ -75,6 +81,9 @@ impl Config {
         config.policy_dir = base.join(&config.policy_dir);
         if config.store.url.starts_with("sqlite:") {
             config.store.url = resolve_sqlite_url(&config.store.url, base)?;
+        }
+        if let Some(file) = &config.audit.file {
+            config.audit.file = Some(base.join(file));
         }
         config.validate()?;
         Ok(config)

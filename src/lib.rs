@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod audit;
 pub mod backends;
 pub mod client;
 pub mod config;
@@ -10,6 +11,7 @@ pub mod identity;
 pub mod inspect;
 pub mod job;
 pub mod lifecycle;
+pub mod metrics;
 pub mod net;
 pub mod policy;
 pub mod policy_cli;

@@ -5,12 +5,12 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use ci_creds::client;
 use ci_creds::config::Config;
 use ci_creds::dev::{DevIssuer, SigningKey, live_claims};
 use ci_creds::inspect::{self, Format};
 use ci_creds::policy_cli;
 use ci_creds::store::{LeaseState, Store};
+use ci_creds::{audit, client};
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 use tracing_subscriber::EnvFilter;
@@ -51,6 +51,22 @@ enum Command {
     /// Check, explain and test policy files; no broker needed. Exit 0 ok, 1 errors or failures, 2 usage.
     #[command(subcommand)]
     Policy(policy_cli::PolicyCommand),
+    /// The audit trail.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+    /// Print the HTTP API's OpenAPI 3.1 document (as checked in at openapi/openapi.json).
+    Openapi,
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Check FILE's hash chain; print the event count and head hash, or the first break (exit 1).
+    Verify {
+        file: PathBuf,
+        /// The head hash of the file this one continues (after rotation).
+        #[arg(long, value_name = "SHA256")]
+        after: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -146,6 +162,17 @@ async fn main() -> Result<()> {
                 std::process::exit(1);
             }
         }
+        Command::Audit(AuditCommand::Verify { file, after }) => {
+            let contents = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            match audit::verify(&contents, after.as_deref()) {
+                Ok(verified) => println!("ok: {} events; head {}", verified.events, verified.head),
+                Err(broken) => {
+                    println!("broken: {}: {broken}", file.display());
+                    std::process::exit(1);
+                }
+            }
+        }
+        Command::Openapi => print!("{}", ci_creds::api::openapi_json()),
         Command::Get(args) => exit_with(client::get(args).await),
         Command::Revoke(args) => exit_with(client::revoke(args).await),
     }

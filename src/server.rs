@@ -14,7 +14,7 @@ use crate::lifecycle::{Broker, RevocationQueue, revocation, sweeper};
 use crate::net::HttpClient;
 use crate::policy::{BackendKind, PolicySet};
 use crate::store::StoreKind;
-use crate::{api, backends, store};
+use crate::{api, audit, backends, metrics, store};
 
 #[derive(Debug, Error)]
 pub enum Error {
@@ -24,6 +24,10 @@ pub enum Error {
     BackendMissing { role: String, backend: &'static str },
     #[error(transparent)]
     Store(#[from] store::Error),
+    #[error(transparent)]
+    Audit(#[from] audit::Error),
+    #[error(transparent)]
+    Metrics(#[from] metrics::Error),
     #[error(transparent)]
     Backend(#[from] backends::Error),
     #[error("cannot build the HTTP client: {0}")]
@@ -61,6 +65,10 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
         None => None,
     };
     let verifier = Verifier::new(config.audience.clone(), config.issuers.clone(), http);
+    let audit = audit::Audit::open(&config.audit)?;
+    if !audit.enabled() {
+        tracing::warn!("no [audit] file or stdout configured: decisions are not recorded in an audit trail");
+    }
     Ok(Broker {
         verifier,
         policy,
@@ -69,6 +77,7 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
         webhooks: secrets.webhooks,
         revocations: RevocationQueue::default(),
         lifecycle: config.lifecycle.clone(),
+        audit,
     })
 }
 
@@ -88,6 +97,7 @@ fn check_backends(policy: &PolicySet, config: &Config) -> Result<(), Error> {
 }
 
 pub async fn serve(config: Config) -> Result<(), Error> {
+    metrics::install(&config.metrics)?;
     let broker = Arc::new(broker(&config).await?);
     let listener =
         TcpListener::bind(config.listen).await.map_err(|source| Error::Listen { addr: config.listen, source })?;

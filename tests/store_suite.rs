@@ -6,7 +6,7 @@ mod support;
 use std::sync::Arc;
 
 use ci_creds::backends::RevokeHandle;
-use ci_creds::store::{EndOutcome, LeaseBegun, LeaseState, NewLease, Store, now};
+use ci_creds::store::{EndOutcome, JobState, LeaseBegun, LeaseState, NewLease, Store, now};
 use support::postgres::Postgres;
 
 /// A store under test, the URL to open it again, and what keeps its database alive.
@@ -125,6 +125,8 @@ async fn refuses_new_leases_for_an_ended_job_even_one_never_seen(subject: Subjec
         EndOutcome::Ended { revoking: 0 }
     );
     assert_eq!(store.begin_lease(&lease("l1", "7", far)).await.unwrap(), LeaseBegun::JobEnded);
+    assert_eq!(store.count_jobs(JobState::Ended).await.unwrap(), 1);
+    assert_eq!(store.count_jobs(JobState::Active).await.unwrap(), 0);
     assert!(store.leases_of_job("github", "7").await.unwrap().is_empty());
 }
 

@@ -1,7 +1,7 @@
 //! `POST /v1/credentials`: a CI token in, job-bound credentials out.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::body::Body;
@@ -10,27 +10,35 @@ use axum::http::{HeaderMap, header};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
 use time::format_description::well_known::Rfc3339;
+use utoipa::ToSchema;
 
 use super::body::read_limited;
+use super::openapi::ErrorResponse;
 use super::{ApiError, MAX_BODY_BYTES};
 use crate::backends::Credential;
-use crate::lifecycle::{Broker, ExchangeRequest, Exchanged};
+use crate::lifecycle::{Broker, ExchangeRequest, Exchanged, MAX_ROLES_PER_EXCHANGE};
+use crate::metrics;
 
-#[derive(Deserialize)]
+/// Roles to mint for the job; all are granted or none is.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CredentialsRequest {
+    /// 1 to 16 role names, each 1 to 128 bytes.
+    #[schema(min_items = 1, max_items = 16)]
     roles: Vec<String>,
+    /// Clamped to each role's `max_ttl`; the role's `max_ttl` when absent.
     #[serde(default)]
+    #[schema(minimum = 1, nullable = false)]
     ttl_seconds: Option<u64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct CredentialsResponse {
     job: JobSummary,
     credentials: Vec<CredentialBody>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 struct JobSummary {
     issuer: String,
     job_id: String,
@@ -39,33 +47,41 @@ struct JobSummary {
     git_ref: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 struct CredentialBody {
     role: String,
+    #[schema(value_type = String, example = "vault")]
     backend: &'static str,
     lease_id: String,
+    #[schema(format = DateTime)]
     expires_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     vault: Option<VaultCredential>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     aws: Option<AwsCredential>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 struct AwsCredential {
     #[serde(serialize_with = "expose")]
+    #[schema(value_type = String)]
     access_key_id: SecretString,
     #[serde(serialize_with = "expose")]
+    #[schema(value_type = String)]
     secret_access_key: SecretString,
     #[serde(serialize_with = "expose")]
+    #[schema(value_type = String)]
     session_token: SecretString,
     region: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 struct VaultCredential {
     address: String,
     #[serde(serialize_with = "expose")]
+    #[schema(value_type = String)]
     token: SecretString,
     accessor: String,
 }
@@ -75,22 +91,68 @@ fn expose<S: Serializer>(secret: &SecretString, serializer: S) -> Result<S::Ok, 
     serializer.serialize_str(secret.expose_secret())
 }
 
+#[utoipa::path(post, path = "/v1/credentials", tag = "credentials",
+    request_body = CredentialsRequest,
+    security(("ci_oidc_token" = [])),
+    responses(
+        (status = 200, description = "Every requested role's credential", body = CredentialsResponse),
+        (status = 400, description = "`invalid_request`", body = ErrorResponse),
+        (status = 401, description = "`invalid_token`, `unknown_issuer`", body = ErrorResponse),
+        (status = 403, description = "`access_denied`, with `denied`", body = ErrorResponse),
+        (status = 409, description = "`token_replayed`, `job_ended`", body = ErrorResponse),
+        (status = 413, description = "`payload_too_large`", body = ErrorResponse),
+        (status = 502, description = "`backend_refused`: the backend refused the broker (misconfiguration)", body = ErrorResponse),
+        (status = 503, description = "`backend_unavailable`, `issuer_unavailable`, `store_unavailable`", body = ErrorResponse),
+    ))]
 pub async fn create(
     State(broker): State<Arc<Broker>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<CredentialsResponse>, ApiError> {
+    let started = Instant::now();
+    let mut roles = Vec::new();
+    let mut repository = None;
+    let result = exchange(&broker, &headers, body, &mut roles, &mut repository).await;
+    let code = result.as_ref().map_or_else(ApiError::code, |_| "granted");
+    metrics::exchange(code, &role_labels(&broker, &roles), repository.as_deref(), started.elapsed());
+    Ok(Json(response(result?)))
+}
+
+async fn exchange(
+    broker: &Broker,
+    headers: &HeaderMap,
+    body: Body,
+    roles: &mut Vec<String>,
+    repository: &mut Option<String>,
+) -> Result<Exchanged, ApiError> {
     let body = read_limited(body, MAX_BODY_BYTES).await?;
     let request: CredentialsRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::InvalidRequest(format!("the body must be JSON like {{\"roles\": [\"name\"]}}: {e}")))?;
-    let token = bearer_token(&headers)?;
-    let exchanged = broker
-        .exchange(
+    roles.clone_from(&request.roles);
+    let token = bearer_token(headers)?;
+    let attempt = broker
+        .attempt_exchange(
             token.expose_secret(),
             ExchangeRequest { roles: request.roles, ttl: request.ttl_seconds.map(Duration::from_secs) },
         )
-        .await?;
-    Ok(Json(response(exchanged)))
+        .await;
+    *repository = attempt.repository;
+    Ok(attempt.result?)
+}
+
+/// Requested roles as metric labels: the policy's names only, so a caller cannot mint labels.
+fn role_labels(broker: &Broker, requested: &[String]) -> Vec<String> {
+    let mut labels: Vec<String> = requested
+        .iter()
+        .take(MAX_ROLES_PER_EXCHANGE)
+        .map(|role| if broker.policy.role(role).is_some() { role.clone() } else { "undefined".into() })
+        .collect();
+    labels.sort();
+    labels.dedup();
+    if labels.is_empty() {
+        labels.push("none".into());
+    }
+    labels
 }
 
 pub(super) fn bearer_token(headers: &HeaderMap) -> Result<SecretString, ApiError> {

@@ -45,6 +45,11 @@ impl ErrorBody {
 }
 
 impl ApiError {
+    /// The stable `error` code, also the `result` label of metrics.
+    pub fn code(&self) -> &'static str {
+        self.status_and_code().1
+    }
+
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         use lifecycle::Error as L;
         match self {

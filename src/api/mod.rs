@@ -5,17 +5,22 @@ mod context;
 mod credentials;
 mod error;
 mod health;
+mod metrics;
+mod openapi;
 mod webhooks;
 
 pub use error::ApiError;
+pub use openapi::document_json as openapi_json;
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, header};
-use axum::routing::{get, post};
 use tower_http::set_header::SetResponseHeaderLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::lifecycle::Broker;
 
@@ -23,18 +28,30 @@ use crate::lifecycle::Broker;
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 pub fn router(broker: Arc<Broker>) -> Router {
-    Router::new()
-        .route("/v1/credentials", post(credentials::create))
-        .route("/v1/jobs/self/revoke", post(webhooks::revoke_own_job))
-        .route("/v1/webhooks/github", post(webhooks::github))
-        .route("/v1/webhooks/gitlab", post(webhooks::gitlab))
-        .route("/v1/webhooks/buildkite", post(webhooks::buildkite))
-        .route("/healthz", get(health::live))
-        .route("/readyz", get(health::ready))
+    let (routes, _) = routes().split_for_parts();
+    routes
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(context::request_context))
         .layer(SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
         .with_state(broker)
+}
+
+/// The OpenAPI document of exactly the routes `router` serves.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    routes().split_for_parts().1
+}
+
+fn routes() -> OpenApiRouter<Arc<Broker>> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(credentials::create))
+        .routes(routes!(webhooks::revoke_own_job))
+        .routes(routes!(webhooks::github))
+        .routes(routes!(webhooks::gitlab))
+        .routes(routes!(webhooks::buildkite))
+        .routes(routes!(health::live))
+        .routes(routes!(health::ready))
+        .routes(routes!(metrics::scrape))
+        .routes(routes!(openapi::serve))
 }

@@ -13,20 +13,58 @@ use serde_json::json;
 use super::ApiError;
 use super::body::read_limited;
 use super::credentials::bearer_token;
+use super::openapi::{ErrorResponse, JobEndBody, WebhookAck};
 use crate::lifecycle::Broker;
 use crate::lifecycle::webhooks::{WebhookOutcome, WebhookSource};
+use crate::metrics;
 
 /// Webhook bodies larger than any job event are refused.
 pub const MAX_WEBHOOK_BYTES: usize = 1024 * 1024;
 
+/// GitHub `workflow_job` deliveries, signed with `X-Hub-Signature-256`.
+#[utoipa::path(post, path = "/v1/webhooks/github", tag = "webhooks",
+    request_body(content = serde_json::Value, description = "The CI system's delivery, as sent"),
+    responses(
+        (status = 200, description = "The job ended", body = JobEndBody),
+        (status = 202, description = "Acknowledged, nothing changed (another event, or a redelivery)", body = WebhookAck),
+        (status = 400, description = "`invalid_request`", body = ErrorResponse),
+        (status = 401, description = "`invalid_signature`", body = ErrorResponse),
+        (status = 404, description = "`not_found`: this webhook is not configured", body = ErrorResponse),
+        (status = 413, description = "`payload_too_large`", body = ErrorResponse),
+        (status = 503, description = "`store_unavailable`", body = ErrorResponse),
+    ))]
 pub async fn github(State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     receive(&broker, WebhookSource::Github, &headers, body).await
 }
 
+/// GitLab Job Hook deliveries, authenticated by `X-Gitlab-Token`.
+#[utoipa::path(post, path = "/v1/webhooks/gitlab", tag = "webhooks",
+    request_body(content = serde_json::Value, description = "The CI system's delivery, as sent"),
+    responses(
+        (status = 200, description = "The job ended", body = JobEndBody),
+        (status = 202, description = "Acknowledged, nothing changed (another event, or a redelivery)", body = WebhookAck),
+        (status = 400, description = "`invalid_request`", body = ErrorResponse),
+        (status = 401, description = "`invalid_signature`", body = ErrorResponse),
+        (status = 404, description = "`not_found`: this webhook is not configured", body = ErrorResponse),
+        (status = 413, description = "`payload_too_large`", body = ErrorResponse),
+        (status = 503, description = "`store_unavailable`", body = ErrorResponse),
+    ))]
 pub async fn gitlab(State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     receive(&broker, WebhookSource::Gitlab, &headers, body).await
 }
 
+/// Buildkite `job.finished` deliveries, by `X-Buildkite-Token` or `X-Buildkite-Signature`.
+#[utoipa::path(post, path = "/v1/webhooks/buildkite", tag = "webhooks",
+    request_body(content = serde_json::Value, description = "The CI system's delivery, as sent"),
+    responses(
+        (status = 200, description = "The job ended", body = JobEndBody),
+        (status = 202, description = "Acknowledged, nothing changed (another event, or a redelivery)", body = WebhookAck),
+        (status = 400, description = "`invalid_request`", body = ErrorResponse),
+        (status = 401, description = "`invalid_signature`", body = ErrorResponse),
+        (status = 404, description = "`not_found`: this webhook is not configured", body = ErrorResponse),
+        (status = 413, description = "`payload_too_large`", body = ErrorResponse),
+        (status = 503, description = "`store_unavailable`", body = ErrorResponse),
+    ))]
 pub async fn buildkite(
     State(broker): State<Arc<Broker>>,
     headers: HeaderMap,
@@ -41,8 +79,18 @@ async fn receive(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let body = read_limited(body, MAX_WEBHOOK_BYTES).await?;
-    let outcome = broker.webhook(source, headers, &body).await?;
+    let outcome = match read_limited(body, MAX_WEBHOOK_BYTES).await {
+        Ok(body) => broker.webhook(source, headers, &body).await.map_err(ApiError::from),
+        Err(error) => Err(error),
+    };
+    let label = match &outcome {
+        Ok(WebhookOutcome::Ended(_)) => "ended",
+        Ok(WebhookOutcome::Ignored(_)) => "ignored",
+        Ok(WebhookOutcome::Duplicate) => "duplicate",
+        Err(error) => error.code(),
+    };
+    metrics::webhook(source.name(), label);
+    let outcome = outcome?;
     tracing::info!(source = source.name(), outcome = ?outcome, "webhook");
     Ok(match outcome {
         WebhookOutcome::Ended(ended) => (StatusCode::OK, Json(ended)).into_response(),
@@ -55,6 +103,14 @@ async fn receive(
     })
 }
 
+/// The job ends itself with one of its own valid tokens (an exchanged one is fine).
+#[utoipa::path(post, path = "/v1/jobs/self/revoke", tag = "credentials",
+    security(("ci_oidc_token" = [])),
+    responses(
+        (status = 200, description = "The job ended; its credentials are being revoked", body = JobEndBody),
+        (status = 401, description = "`invalid_token`, `unknown_issuer`", body = ErrorResponse),
+        (status = 503, description = "`issuer_unavailable`, `store_unavailable`", body = ErrorResponse),
+    ))]
 pub async fn revoke_own_job(State(broker): State<Arc<Broker>>, headers: HeaderMap) -> Result<Response, ApiError> {
     let token = bearer_token(&headers)?;
     let ended = broker.end_own_job(token.expose_secret()).await?;

@@ -136,7 +136,9 @@ impl KeyStore {
             });
         }
         *last_attempt = Some(Instant::now());
-        let keys = self.fetch(issuer).await.map_err(|reason| {
+        let fetched = self.fetch(issuer).await;
+        crate::metrics::jwks_fetch(&issuer.name, fetched.is_ok());
+        let keys = fetched.map_err(|reason| {
             tracing::warn!(issuer = %issuer.name, %reason, "fetching issuer keys failed");
             Error::KeysUnavailable { issuer: issuer.name.clone(), reason }
         })?;

@@ -6,7 +6,9 @@ use std::time::Duration;
 use time::OffsetDateTime;
 
 use super::{Broker, Error};
+use crate::audit::{Event, JobIdentity};
 use crate::backends::{self, Backend, Credential, MintRequest, Minted, RevokeHandle};
+use crate::identity::token_sha256;
 use crate::job::Job;
 use crate::policy::{AWS_MIN_SESSION, BackendKind, Decision, Role};
 use crate::store::{LeaseBegun, LeaseState, NewLease};
@@ -33,11 +35,68 @@ pub struct Exchanged {
     pub credentials: Vec<IssuedCredential>,
 }
 
+/// An exchange's result, with the repository that asked when its token verified (for metrics,
+/// which label refusals by repository too).
+pub struct Attempt {
+    pub repository: Option<String>,
+    pub result: Result<Exchanged, Error>,
+}
+
 impl Broker {
     pub async fn exchange(&self, token: &str, request: ExchangeRequest) -> Result<Exchanged, Error> {
-        check_request(&request)?;
-        let job = self.verifier.verify(token).await?;
-        let roles = match self.policy.decide(&job, &request.roles) {
+        self.attempt_exchange(token, request).await.result
+    }
+
+    /// The exchange, with every outcome written to the audit trail under the token's SHA-256.
+    pub async fn attempt_exchange(&self, token: &str, request: ExchangeRequest) -> Attempt {
+        let token_sha256 = token_sha256(token);
+        let verified = match check_request(&request) {
+            Ok(()) => self.verifier.verify(token).await.map_err(Error::from),
+            Err(error) => Err(error),
+        };
+        let job = match verified {
+            Ok(job) => job,
+            Err(error) => {
+                self.audit_refusal(&token_sha256, None, &request.roles, &error);
+                return Attempt { repository: None, result: Err(error) };
+            }
+        };
+        let result = self.exchange_verified(&job, &token_sha256, &request).await;
+        match &result {
+            Ok(issued) => self.audit.record(&Event::ExchangeGranted {
+                token_sha256: &token_sha256,
+                job: JobIdentity::from(&job),
+                roles: issued.iter().map(|credential| credential.role.as_str()).collect(),
+            }),
+            Err(error) => self.audit_refusal(&token_sha256, Some(&job), &request.roles, error),
+        }
+        Attempt {
+            repository: Some(job.repository.clone()),
+            result: result.map(|credentials| Exchanged { job, credentials }),
+        }
+    }
+
+    fn audit_refusal(&self, token_sha256: &str, job: Option<&Job>, roles: &[String], error: &Error) {
+        let denied = match error {
+            Error::Denied(denials) => Some(denials.as_slice()),
+            _ => None,
+        };
+        self.audit.record(&Event::ExchangeRefused {
+            token_sha256,
+            job: job.map(JobIdentity::from),
+            roles,
+            reason: error.to_string(),
+            denied,
+        });
+    }
+
+    async fn exchange_verified(
+        &self,
+        job: &Job,
+        token_sha256: &str,
+        request: &ExchangeRequest,
+    ) -> Result<Vec<IssuedCredential>, Error> {
+        let roles = match self.policy.decide(job, &request.roles) {
             Decision::Granted(roles) => roles,
             Decision::Denied(denials) => {
                 tracing::info!(issuer = %job.issuer, job_id = %job.job_id, repository = %job.repository, "exchange denied");
@@ -50,7 +109,7 @@ impl Broker {
         }
         let mut issued = Vec::with_capacity(roles.len());
         for role in roles {
-            match self.mint(&job, role, request.ttl).await {
+            match self.mint(job, token_sha256, role, request.ttl).await {
                 Ok(credential) => issued.push(credential),
                 Err(error) => {
                     self.take_back(&issued).await;
@@ -63,10 +122,16 @@ impl Broker {
             roles = ?issued.iter().map(|c| c.role.as_str()).collect::<Vec<_>>(),
             "credentials issued"
         );
-        Ok(Exchanged { job, credentials: issued })
+        Ok(issued)
     }
 
-    async fn mint(&self, job: &Job, role: &Role, ttl: Option<Duration>) -> Result<IssuedCredential, Error> {
+    async fn mint(
+        &self,
+        job: &Job,
+        token_sha256: &str,
+        role: &Role,
+        ttl: Option<Duration>,
+    ) -> Result<IssuedCredential, Error> {
         let ttl = granted_ttl(role, ttl);
         let expires_at = OffsetDateTime::now_utc() + ttl;
         let lease_id = uuid::Uuid::new_v4().to_string();
@@ -87,7 +152,10 @@ impl Broker {
         if begun == LeaseBegun::JobEnded {
             return Err(Error::JobEnded);
         }
-        let minted = match self.mint_with_backend(job, role, ttl).await {
+        let started = std::time::Instant::now();
+        let minted = self.mint_with_backend(job, role, ttl).await;
+        crate::metrics::backend_call(role.backend.as_str(), "mint", started.elapsed(), minted.is_ok());
+        let minted = match minted {
             Ok(minted) => minted,
             Err(error) => {
                 tracing::warn!(role = %role.name, %error, "minting failed");
@@ -109,6 +177,15 @@ impl Broker {
             }
         }
         let expires_at = minted.expires_at.unwrap_or(expires_at);
+        self.audit.record(&Event::CredentialMinted {
+            token_sha256,
+            job: JobIdentity::from(job),
+            role: &role.name,
+            lease_id: &lease_id,
+            backend: role.backend.as_str(),
+            handle: &minted.handle,
+            expires_at: expires_at.unix_timestamp(),
+        });
         Ok(IssuedCredential { role: role.name.clone(), lease_id, expires_at, credential: minted.credential })
     }
 

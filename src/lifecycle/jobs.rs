@@ -6,6 +6,8 @@ use std::fmt;
 use serde::Serialize;
 
 use super::{Broker, Error};
+use crate::audit::{Event, JobRef};
+use crate::identity::token_sha256;
 use crate::store::{EndOutcome, now};
 
 /// Who ended a job, as recorded and logged.
@@ -33,15 +35,17 @@ pub struct JobEnd {
 
 impl Broker {
     /// Ends `job_id` of `issuer`. With a webhook `delivery` (source, id) that was applied before,
-    /// nothing changes and `None` is returned.
+    /// nothing changes and `None` is returned. `token_sha256` is the job's own token, when it
+    /// ended itself.
     pub async fn end_job(
         &self,
         issuer: &str,
         job_id: &str,
         ended_by: EndedBy,
         delivery: Option<(&str, &str)>,
-        token_expires_at: Option<i64>,
+        token: Option<(&str, i64)>,
     ) -> Result<Option<JobEnd>, Error> {
+        let token_expires_at = token.map(|(_, expires_at)| expires_at);
         let retention = self.lifecycle.retention.as_secs() as i64;
         let keep_until = now().max(token_expires_at.unwrap_or(0)) + retention;
         let by = ended_by.to_string();
@@ -52,6 +56,13 @@ impl Broker {
             }
             EndOutcome::Ended { revoking } => {
                 tracing::info!(%issuer, %job_id, ended_by = %by, revoking, "job ended");
+                self.audit.record(&Event::JobEnded {
+                    job: JobRef { issuer, job_id },
+                    ended_by: &by,
+                    delivery_id: delivery.map(|(_, id)| id),
+                    token_sha256: token.map(|(sha256, _)| sha256),
+                    revoking,
+                });
                 if revoking > 0 {
                     self.revocations.wake();
                 }
@@ -63,7 +74,10 @@ impl Broker {
     /// The job presents one of its own valid tokens (an exchanged one is fine) to end itself.
     pub async fn end_own_job(&self, token: &str) -> Result<JobEnd, Error> {
         let job = self.verifier.verify(token).await?;
-        let ended = self.end_job(&job.issuer, &job.job_id, EndedBy::TheJobItself, None, Some(job.expires_at)).await?;
+        let sha256 = token_sha256(token);
+        let ended = self
+            .end_job(&job.issuer, &job.job_id, EndedBy::TheJobItself, None, Some((&sha256, job.expires_at)))
+            .await?;
         Ok(ended.unwrap_or(JobEnd { job_id: job.job_id, revoked: 0 }))
     }
 }

@@ -7,7 +7,7 @@ pub mod revocation;
 pub mod sweeper;
 pub mod webhooks;
 
-pub use exchange::{ExchangeRequest, Exchanged, IssuedCredential};
+pub use exchange::{Attempt, ExchangeRequest, Exchanged, IssuedCredential, MAX_ROLES_PER_EXCHANGE};
 pub use jobs::{EndedBy, JobEnd};
 pub use revocation::{RevocationQueue, RevocationStats};
 
@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use thiserror::Error;
 
+use crate::audit::Audit;
 use crate::backends::Backends;
 use crate::identity::Verifier;
 use crate::policy::{PolicySet, RoleDenial};
@@ -96,4 +97,5 @@ pub struct Broker {
     pub webhooks: webhooks::Webhooks,
     pub revocations: RevocationQueue,
     pub lifecycle: LifecycleConfig,
+    pub audit: Audit,
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::Broker;
+use crate::audit::{Event, JobRef};
 use crate::store::{Lease, now_ms};
 
 /// Tasks taken per claim; they are revoked concurrently.
@@ -73,7 +74,11 @@ impl Broker {
     async fn revoke_lease(&self, lease: &Lease) {
         let Some(handle) = &lease.handle else { return };
         let stats = &self.revocations.stats;
-        match self.backends.revoke(handle).await {
+        let job = || JobRef { issuer: &lease.issuer, job_id: &lease.job_id };
+        let started = std::time::Instant::now();
+        let revoked = self.backends.revoke(handle).await;
+        crate::metrics::backend_call(&lease.backend, "revoke", started.elapsed(), revoked.is_ok());
+        match revoked {
             Ok(()) => {
                 if let Err(error) = self.store.confirm_revocation(&lease.id).await {
                     // Revoked at the backend; the claim lapses and the next attempt confirms it.
@@ -82,6 +87,18 @@ impl Broker {
                 }
                 stats.done.fetch_add(1, Ordering::Relaxed);
                 let exposure_ms = lease.revoke_requested_at.map(|at| now_ms() - at);
+                if let Some(exposure_ms) = exposure_ms {
+                    crate::metrics::exposure_window(exposure_ms);
+                }
+                self.audit.record(&Event::RevocationConfirmed {
+                    job: job(),
+                    role: &lease.role,
+                    lease_id: &lease.id,
+                    backend: &lease.backend,
+                    handle,
+                    attempts: lease.attempts + 1,
+                    exposure_ms,
+                });
                 tracing::info!(
                     lease_id = %lease.id, issuer = %lease.issuer, job_id = %lease.job_id, role = %lease.role,
                     attempts = lease.attempts + 1, exposure_ms, "revocation confirmed"
@@ -95,6 +112,16 @@ impl Broker {
                     tracing::warn!(lease_id = %lease.id, %error, "cannot record a failed revocation attempt");
                 }
                 stats.retried.fetch_add(1, Ordering::Relaxed);
+                self.audit.record(&Event::RevocationFailed {
+                    job: job(),
+                    role: &lease.role,
+                    lease_id: &lease.id,
+                    backend: &lease.backend,
+                    handle,
+                    attempts,
+                    retry_in_ms: delay,
+                    error: &reason,
+                });
                 tracing::warn!(
                     lease_id = %lease.id, issuer = %lease.issuer, job_id = %lease.job_id, role = %lease.role,
                     attempts, retry_in_ms = delay, error = %reason, "revocation failed; will retry"

@@ -13,6 +13,15 @@ pub enum JobState {
     Ended,
 }
 
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Ended => "ended",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct JobRecord {
     pub issuer: String,
@@ -95,6 +104,14 @@ impl Store {
         .rows_affected();
         tx.commit().await?;
         Ok(EndOutcome::Ended { revoking })
+    }
+
+    pub async fn count_jobs(&self, state: JobState) -> Result<i64, Error> {
+        let count = sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE state = $1")
+            .bind(state.as_str())
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(count)
     }
 
     pub async fn jobs(&self, limit: i64) -> Result<Vec<JobRecord>, Error> {

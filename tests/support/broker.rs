@@ -123,6 +123,23 @@ impl Broker {
         std::fs::read_to_string(self.log_path()).unwrap_or_default()
     }
 
+    pub fn audit_path(&self) -> PathBuf {
+        self.dir.path().join("audit.jsonl")
+    }
+
+    /// The audit trail's events, in order (empty when there is none yet).
+    pub fn audit_events(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.audit_path()).unwrap_or_default();
+        text.lines().map(|line| serde_json::from_str(line).expect("every audit line is JSON")).collect()
+    }
+
+    /// GETs `path`; returns status and body text.
+    pub async fn get_text(&self, path: &str) -> (u16, String) {
+        let response = self.http.get(format!("{}{path}", self.url)).send().await.expect("broker answers");
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap_or_default())
+    }
+
     pub fn database(&self) -> PathBuf {
         self.dir.path().join("ci-creds.db")
     }

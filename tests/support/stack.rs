@@ -84,6 +84,12 @@ token_env = "TEST_BUILDKITE_WEBHOOK_TOKEN"
 [lifecycle]
 sweep_interval = "1s"
 claim_timeout = "3s"
+
+[audit]
+file = "audit.jsonl"
+
+[metrics]
+repositories = ["octo-org/octo-repo"]
 "#;
 
 pub struct Stack {

@@ -1,0 +1,131 @@
+//! What an audit event says. Only non-secret values: a presented token appears as its SHA-256,
+//! a credential as its revoke handle (e.g. a Vault accessor).
+
+use serde::Serialize;
+
+use crate::backends::RevokeHandle;
+use crate::job::Job;
+use crate::policy::RoleDenial;
+
+/// Who a job is, as far as its verified token says.
+#[derive(Serialize)]
+pub struct JobIdentity<'a> {
+    pub issuer: &'a str,
+    pub job_id: &'a str,
+    pub repository: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository_id: Option<&'a str>,
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub environment: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_ref: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner_environment: Option<&'a str>,
+}
+
+impl<'a> From<&'a Job> for JobIdentity<'a> {
+    fn from(job: &'a Job) -> Self {
+        Self {
+            issuer: &job.issuer,
+            job_id: &job.job_id,
+            repository: &job.repository,
+            repository_id: job.repository_id.as_deref(),
+            git_ref: job.git_ref.as_deref(),
+            event: job.event.as_deref(),
+            environment: job.environment.as_deref(),
+            workflow_ref: job.workflow_ref.as_deref(),
+            run_id: job.run_id.as_deref(),
+            runner_environment: job.runner_environment.as_deref(),
+        }
+    }
+}
+
+/// A job by its key, where only the key is at hand (webhooks, the revocation queue).
+#[derive(Serialize)]
+pub struct JobRef<'a> {
+    pub issuer: &'a str,
+    pub job_id: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "event")]
+pub enum Event<'a> {
+    #[serde(rename = "exchange.granted")]
+    ExchangeGranted { token_sha256: &'a str, job: JobIdentity<'a>, roles: Vec<&'a str> },
+    /// Any exchange that handed nothing out. `job` is absent when the token did not verify.
+    #[serde(rename = "exchange.refused")]
+    ExchangeRefused {
+        token_sha256: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        job: Option<JobIdentity<'a>>,
+        roles: &'a [String],
+        reason: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        denied: Option<&'a [RoleDenial]>,
+    },
+    #[serde(rename = "credential.minted")]
+    CredentialMinted {
+        token_sha256: &'a str,
+        job: JobIdentity<'a>,
+        role: &'a str,
+        lease_id: &'a str,
+        backend: &'a str,
+        handle: &'a RevokeHandle,
+        /// Unix seconds.
+        expires_at: i64,
+    },
+    #[serde(rename = "job.ended")]
+    JobEnded {
+        job: JobRef<'a>,
+        /// `webhook:github`, `webhook:gitlab`, `webhook:buildkite` or `self`.
+        ended_by: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        delivery_id: Option<&'a str>,
+        /// The token the job ended itself with; webhooks present none.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        token_sha256: Option<&'a str>,
+        revoking: u64,
+    },
+    #[serde(rename = "revocation.confirmed")]
+    RevocationConfirmed {
+        job: JobRef<'a>,
+        role: &'a str,
+        lease_id: &'a str,
+        backend: &'a str,
+        handle: &'a RevokeHandle,
+        attempts: i64,
+        /// From the job's end to the backend's confirmation.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        exposure_ms: Option<i64>,
+    },
+    #[serde(rename = "revocation.failed")]
+    RevocationFailed {
+        job: JobRef<'a>,
+        role: &'a str,
+        lease_id: &'a str,
+        backend: &'a str,
+        handle: &'a RevokeHandle,
+        attempts: i64,
+        retry_in_ms: i64,
+        error: &'a str,
+    },
+}
+
+impl Event<'_> {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::ExchangeGranted { .. } => "exchange.granted",
+            Self::ExchangeRefused { .. } => "exchange.refused",
+            Self::CredentialMinted { .. } => "credential.minted",
+            Self::JobEnded { .. } => "job.ended",
+            Self::RevocationConfirmed { .. } => "revocation.confirmed",
+            Self::RevocationFailed { .. } => "revocation.failed",
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! Prometheus metrics: small hooks called where things happen, one recorder installed by
+//! `serve`, rendered by `GET /metrics`. Without an installed recorder (library tests, CLI
+//! commands) every hook is a no-op.
+//!
+//! Labels are bounded: results are error codes, roles are the policy's (anything else is
+//! `undefined`), issuers and backends come from config, repositories only from the configured
+//! allow-list (`other` otherwise). No job id, token or secret is ever a label.
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::lifecycle::Broker;
+use crate::store::{JobState, LeaseState};
+
+const LATENCY_BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+/// Job end to backend confirmation: seconds normally, minutes during a backend outage.
+const EXPOSURE_BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0];
+const JOB_STATES: [JobState; 2] = [JobState::Active, JobState::Ended];
+const LEASE_STATES: [LeaseState; 6] = [
+    LeaseState::Pending,
+    LeaseState::Active,
+    LeaseState::Revoking,
+    LeaseState::Revoked,
+    LeaseState::Expired,
+    LeaseState::Failed,
+];
+
+/// `[metrics]` in the broker's config.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Repositories that get their own `repository` label value; every other is `other`.
+    #[serde(default)]
+    pub repositories: Vec<String>,
+}
+
+#[derive(Debug, Error)]
+pub enum Error {
+    #[error("cannot install the metrics recorder: {0}")]
+    Install(String),
+}
+
+struct Installed {
+    handle: PrometheusHandle,
+    repositories: HashSet<String>,
+}
+
+static INSTALLED: OnceLock<Installed> = OnceLock::new();
+
+/// Installs the process-wide recorder; once per process.
+pub fn install(config: &MetricsConfig) -> Result<(), Error> {
+    let recorder = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Full("ci_creds_revocation_exposure_seconds".into()), EXPOSURE_BUCKETS)
+        .and_then(|builder| builder.set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS))
+        .map_err(|e| Error::Install(e.to_string()))?
+        .build_recorder();
+    let handle = recorder.handle();
+    metrics::set_global_recorder(recorder).map_err(|e| Error::Install(e.to_string()))?;
+    let repositories = config.repositories.iter().cloned().collect();
+    INSTALLED.set(Installed { handle, repositories }).map_err(|_| Error::Install("installed twice".into()))?;
+    describe();
+    Ok(())
+}
+
+fn describe() {
+    describe_counter!(
+        "ci_creds_exchanges_total",
+        "Exchanges by result (granted or error code), requested role and repository; an exchange for n roles counts n times."
+    );
+    describe_histogram!(
+        "ci_creds_exchange_duration_seconds",
+        Unit::Seconds,
+        "Exchange latency by outcome (granted, refused)."
+    );
+    describe_histogram!(
+        "ci_creds_backend_request_duration_seconds",
+        Unit::Seconds,
+        "Backend call latency by backend and operation (mint, revoke)."
+    );
+    describe_counter!("ci_creds_backend_errors_total", "Failed backend calls by backend and operation.");
+    describe_counter!(
+        "ci_creds_revocations_total",
+        "Revocation attempts by this process: done (backend confirmed) or retried (failed, scheduled again)."
+    );
+    describe_gauge!(
+        "ci_creds_revocations_pending",
+        "Leases waiting for their revocation to be confirmed (the durable queue)."
+    );
+    describe_histogram!(
+        "ci_creds_revocation_exposure_seconds",
+        Unit::Seconds,
+        "From a job's end to the backend confirming a credential's revocation."
+    );
+    describe_gauge!("ci_creds_leases", "Leases in the store by state.");
+    describe_gauge!("ci_creds_jobs", "Jobs in the store by state (active: seen by an exchange, not ended).");
+    describe_counter!("ci_creds_jwks_fetches_total", "Issuer key fetches by issuer and result (ok, error).");
+    describe_counter!(
+        "ci_creds_webhook_deliveries_total",
+        "Webhook deliveries by CI and outcome (ended, ignored, duplicate or error code)."
+    );
+    describe_counter!("ci_creds_audit_write_failures_total", "Audit events that could not be written.");
+}
+
+/// The repository as a label value.
+fn repository_label(repository: Option<&str>) -> String {
+    match (repository, INSTALLED.get()) {
+        (None, _) => "unknown".into(),
+        (Some(repository), Some(installed)) if installed.repositories.contains(repository) => repository.to_owned(),
+        (Some(_), _) => "other".into(),
+    }
+}
+
+/// One exchange: `result` is `granted` or the error code answered; `roles` are already bounded.
+pub fn exchange(result: &'static str, roles: &[String], repository: Option<&str>, elapsed: Duration) {
+    let repository = repository_label(repository);
+    for role in roles {
+        counter!("ci_creds_exchanges_total", "result" => result, "role" => role.clone(), "repository" => repository.clone())
+            .increment(1);
+    }
+    let outcome = if result == "granted" { "granted" } else { "refused" };
+    histogram!("ci_creds_exchange_duration_seconds", "outcome" => outcome).record(elapsed.as_secs_f64());
+}
+
+pub fn backend_call(backend: &str, operation: &'static str, elapsed: Duration, ok: bool) {
+    let backend = backend.to_owned();
+    histogram!("ci_creds_backend_request_duration_seconds", "backend" => backend.clone(), "operation" => operation)
+        .record(elapsed.as_secs_f64());
+    if !ok {
+        counter!("ci_creds_backend_errors_total", "backend" => backend, "operation" => operation).increment(1);
+    }
+}
+
+pub fn exposure_window(milliseconds: i64) {
+    histogram!("ci_creds_revocation_exposure_seconds").record(milliseconds.max(0) as f64 / 1000.0);
+}
+
+pub fn jwks_fetch(issuer: &str, ok: bool) {
+    let result = if ok { "ok" } else { "error" };
+    counter!("ci_creds_jwks_fetches_total", "issuer" => issuer.to_owned(), "result" => result).increment(1);
+}
+
+pub fn webhook(ci: &'static str, outcome: &'static str) {
+    counter!("ci_creds_webhook_deliveries_total", "ci" => ci, "outcome" => outcome).increment(1);
+}
+
+pub fn audit_write_failed() {
+    counter!("ci_creds_audit_write_failures_total").increment(1);
+}
+
+/// The Prometheus text for a scrape: counts read from the store and the revocation worker now,
+/// then everything recorded. `None` when no recorder is installed.
+pub async fn render(broker: &Broker) -> Option<String> {
+    let installed = INSTALLED.get()?;
+    let stats = &broker.revocations.stats;
+    let done = stats.done.load(std::sync::atomic::Ordering::Relaxed);
+    let retried = stats.retried.load(std::sync::atomic::Ordering::Relaxed);
+    counter!("ci_creds_revocations_total", "result" => "done").absolute(done);
+    counter!("ci_creds_revocations_total", "result" => "retried").absolute(retried);
+    for state in LEASE_STATES {
+        match broker.store.count_leases(state).await {
+            Ok(count) => {
+                gauge!("ci_creds_leases", "state" => state.as_str()).set(count as f64);
+                if state == LeaseState::Revoking {
+                    gauge!("ci_creds_revocations_pending").set(count as f64);
+                }
+            }
+            Err(error) => tracing::warn!(%error, "metrics: cannot count leases"),
+        }
+    }
+    for state in JOB_STATES {
+        match broker.store.count_jobs(state).await {
+            Ok(count) => gauge!("ci_creds_jobs", "state" => state.as_str()).set(count as f64),
+            Err(error) => tracing::warn!(%error, "metrics: cannot count jobs"),
+        }
+    }
+    Some(installed.handle.render())
+}
