@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use secrecy::{ExposeSecret, SecretString};
 use serde::de::DeserializeOwned;
 use url::{Host, Url};
 
@@ -61,7 +62,31 @@ impl HttpClient {
     /// GETs a JSON document of at most `max_bytes`.
     pub async fn get_json<T: DeserializeOwned>(&self, url: &str, max_bytes: usize) -> Result<T, String> {
         let url = check_url_scheme(url)?;
-        let mut response = self.inner.get(url).send().await.map_err(|e| format!("request failed: {e}"))?;
+        self.read_json(self.inner.get(url), max_bytes).await
+    }
+
+    /// GETs a JSON document, authenticated by a secret header (never logged: reqwest marks it
+    /// sensitive).
+    pub async fn get_json_with_secret_header<T: DeserializeOwned>(
+        &self,
+        url: &str,
+        header: &'static str,
+        secret: &SecretString,
+        max_bytes: usize,
+    ) -> Result<T, String> {
+        let url = check_url_scheme(url)?;
+        let mut value = reqwest::header::HeaderValue::from_str(secret.expose_secret())
+            .map_err(|_| "the secret is not a valid header value".to_owned())?;
+        value.set_sensitive(true);
+        self.read_json(self.inner.get(url).header(header, value), max_bytes).await
+    }
+
+    async fn read_json<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+        max_bytes: usize,
+    ) -> Result<T, String> {
+        let mut response = request.send().await.map_err(|e| format!("request failed: {e}"))?;
         if !response.status().is_success() {
             return Err(format!("answered HTTP {}", response.status().as_u16()));
         }

@@ -84,11 +84,24 @@ struct VaultCredential {
     #[schema(value_type = String)]
     token: SecretString,
     accessor: String,
+    /// The role's dynamic secret (Vault's `data`), when the role names a `secret_path`.
+    #[serde(serialize_with = "expose_json", skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>, nullable = false)]
+    secret: Option<SecretString>,
 }
 
 /// The one place a credential's secret leaves its redacting type: the response to its job.
 fn expose<S: Serializer>(secret: &SecretString, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(secret.expose_secret())
+}
+
+/// A secret held as JSON text, written into the answer as the JSON it is.
+fn expose_json<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> Result<S::Ok, S::Error> {
+    let raw = secret.as_ref().map(|secret| serde_json::value::RawValue::from_string(secret.expose_secret().to_owned()));
+    match raw {
+        Some(Ok(raw)) => raw.serialize(serializer),
+        Some(Err(_)) | None => serializer.serialize_none(),
+    }
 }
 
 #[utoipa::path(post, path = "/v1/credentials", tag = "credentials",
@@ -172,8 +185,8 @@ fn response(exchanged: Exchanged) -> CredentialsResponse {
         .into_iter()
         .map(|issued| {
             let (backend, vault, aws) = match issued.credential {
-                Credential::Vault { address, token, accessor } => {
-                    ("vault", Some(VaultCredential { address, token, accessor }), None)
+                Credential::Vault { address, token, accessor, secret } => {
+                    ("vault", Some(VaultCredential { address, token, accessor, secret }), None)
                 }
                 Credential::Aws { access_key_id, secret_access_key, session_token, region } => {
                     ("aws", None, Some(AwsCredential { access_key_id, secret_access_key, session_token, region }))

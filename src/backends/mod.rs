@@ -32,8 +32,19 @@ pub enum Error {
 /// A minted credential as handed to the job. Secret parts redact on `Debug`.
 #[derive(Debug)]
 pub enum Credential {
-    Vault { address: String, token: SecretString, accessor: String },
-    Aws { access_key_id: SecretString, secret_access_key: SecretString, session_token: SecretString, region: String },
+    Vault {
+        address: String,
+        token: SecretString,
+        accessor: String,
+        /// The role's dynamic secret (`data` as JSON text), read with `token`, dying with it.
+        secret: Option<SecretString>,
+    },
+    Aws {
+        access_key_id: SecretString,
+        secret_access_key: SecretString,
+        session_token: SecretString,
+        region: String,
+    },
 }
 
 /// The non-secret handle that revokes one credential; stored with its lease.

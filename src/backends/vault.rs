@@ -64,6 +64,28 @@ impl VaultBackend {
     }
 }
 
+impl VaultBackend {
+    /// Reads `path` with the job's own token, so the secret's lease is that token's child and
+    /// Vault revokes it with the token. Only `data` is kept; it is a secret.
+    async fn read_dynamic_secret(&self, path: &str, token: &SecretString) -> Result<SecretString, Error> {
+        let url = format!("{}/v1/{path}", self.address);
+        let answer: serde_json::Value = self
+            .http
+            .get_json_with_secret_header(&url, "X-Vault-Token", token, MAX_SECRET_BYTES)
+            .await
+            .map_err(|reason| Error::Unavailable { backend: NAME, reason: format!("reading {path}: {reason}") })?;
+        let data = answer.get("data").filter(|data| data.is_object()).ok_or_else(|| Error::Refused {
+            backend: NAME,
+            code: "no_data".into(),
+            reason: format!("{path} returned no `data`"),
+        })?;
+        Ok(SecretString::from(data.to_string()))
+    }
+}
+
+/// Larger than any dynamic secret's answer.
+const MAX_SECRET_BYTES: usize = 256 * 1024;
+
 impl Backend for VaultBackend {
     type Scope = VaultScope;
 
@@ -89,11 +111,27 @@ impl Backend for VaultBackend {
             .display_name(format!("ci-creds-{}", request.role))
             .meta(meta);
         let auth = vaultrs::token::new(&self.client, Some(&mut options)).await.map_err(classify)?;
+        let token = SecretString::from(auth.client_token);
+        let handle = RevokeHandle::Vault { accessor: auth.accessor.clone() };
+        let secret = match &request.scope.secret_path {
+            None => None,
+            Some(path) => match self.read_dynamic_secret(path, &token).await {
+                Ok(secret) => Some(secret),
+                Err(error) => {
+                    // The token is of no use without its secret: take it back before failing.
+                    if let Err(revoke_error) = self.revoke(&handle).await {
+                        tracing::warn!(error = %revoke_error, "revoking a token whose secret could not be read failed");
+                    }
+                    return Err(error);
+                }
+            },
+        };
         Ok(Minted {
             credential: Credential::Vault {
                 address: self.address.clone(),
-                token: SecretString::from(auth.client_token),
+                token,
                 accessor: auth.accessor.clone(),
+                secret,
             },
             handle: RevokeHandle::Vault { accessor: auth.accessor },
             expires_at: None,

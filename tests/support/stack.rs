@@ -45,6 +45,15 @@ roles:
         owner_id: "0184990a-0000-4000-8000-000000000001"
       - issuer: gitlab
         repository_id: "20"
+  - name: db-readonly
+    backend: vault
+    max_ttl: 10m
+    vault:
+      policies: [db-readonly]
+      secret_path: database/creds/readonly
+    allow:
+      - issuer: github
+        repository_id: "74"
   - name: short-lived
     backend: vault
     max_ttl: 2s
