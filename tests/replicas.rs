@@ -157,3 +157,28 @@ async fn replicas_answer_503_while_postgres_is_down_and_recover_by_themselves() 
     let (headers, delivery) = completion(1);
     assert_eq!(b.post("/v1/webhooks/github", &headers, delivery).await.0, 200, "the redelivered end is applied");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn aws_jobs_of_one_role_ending_at_two_replicas_at_once_all_land_in_its_deny_list() {
+    use support::aws_stack::{AwsStack, Options};
+    let postgres = Postgres::start().await;
+    postgres.create_database("ci_creds").await;
+    let store_url = Some(postgres.url_without_password("ci_creds"));
+    let stack = AwsStack::start_with(Options { store_url, ..Options::default() }).await;
+    let b = stack.replica().await;
+    let jobs: Vec<String> = (1..=8).map(|i| format!("70{i}")).collect();
+    for job in &jobs {
+        stack.mint(job, "deploy-aws").await;
+    }
+    let ends = jobs.iter().enumerate().map(|(n, job)| {
+        let replica = if n % 2 == 0 { &stack.broker } else { &b };
+        let bearer = vec![("authorization", format!("Bearer {}", stack.token(job)))];
+        async move { replica.post("/v1/jobs/self/revoke", &bearer, vec![]).await.0 }
+    });
+    assert!(futures_util::future::join_all(ends).await.iter().all(|status| *status == 200));
+    for job in &jobs {
+        stack.until_leases(job, LeaseState::Revoked, Duration::from_secs(20)).await;
+    }
+    let expected: Vec<String> = jobs.iter().map(|job| format!("github@{job}")).collect();
+    assert_eq!(stack.denied("deploy-prod").await, expected, "no end lost between replicas");
+}

@@ -221,3 +221,20 @@ async fn a_job_ending_during_exchanges_leaves_no_active_lease(subject: Subject) 
         }
     }
 }
+
+/// Only PostgreSQL is shared by several processes; SQLite's lock is deliberately a no-op.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_named_lock_on_postgres_has_one_holder_at_a_time_across_pools() {
+    let subject = postgres().await;
+    let other = Store::connect(&subject.url).await.unwrap();
+    let held = subject.store.lock("aws-deny-lists").await.unwrap();
+    let waiter = tokio::spawn(async move {
+        let _lock = other.lock("aws-deny-lists").await.unwrap();
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(!waiter.is_finished(), "the second holder waits");
+    let unrelated = subject.store.lock("another-name").await;
+    assert!(unrelated.is_ok(), "other names are not blocked");
+    drop(held);
+    tokio::time::timeout(std::time::Duration::from_secs(5), waiter).await.expect("released on drop").unwrap();
+}

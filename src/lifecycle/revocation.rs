@@ -10,6 +10,7 @@ use tokio::sync::Notify;
 
 use super::Broker;
 use crate::audit::{Event, JobRef};
+use crate::backends::RevokeHandle;
 use crate::store::{Lease, now_ms};
 
 /// Tasks taken per claim; they are revoked concurrently.
@@ -18,6 +19,9 @@ const BATCH: i64 = 64;
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
 const FIRST_RETRY_MS: i64 = 1_000;
 const MAX_RETRY_MS: i64 = 60_000;
+
+/// Serialises every change to AWS deny lists among the brokers sharing a store.
+pub const AWS_DENY_LISTS_LOCK: &str = "ci-creds:aws-deny-lists";
 
 /// Wakes the worker when work arrives, and counts what it did (for metrics).
 #[derive(Default)]
@@ -75,8 +79,21 @@ impl Broker {
         let Some(handle) = &lease.handle else { return };
         let stats = &self.revocations.stats;
         let job = || JobRef { issuer: &lease.issuer, job_id: &lease.job_id };
+        // An AWS deny list is read-modify-written in IAM: one broker at a time, across replicas.
+        let lock = match handle {
+            RevokeHandle::Aws { .. } => match self.store.lock(AWS_DENY_LISTS_LOCK).await {
+                Ok(lock) => Some(lock),
+                Err(error) => {
+                    // The claim lapses and the task is tried again.
+                    tracing::warn!(lease_id = %lease.id, %error, "cannot take the AWS deny-list lock");
+                    return;
+                }
+            },
+            RevokeHandle::Vault { .. } => None,
+        };
         let started = std::time::Instant::now();
         let revoked = self.backends.revoke(handle).await;
+        drop(lock);
         crate::metrics::backend_call(&lease.backend, "revoke", started.elapsed(), revoked.is_ok());
         match revoked {
             Ok(()) => {

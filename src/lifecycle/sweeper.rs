@@ -35,6 +35,9 @@ pub async fn sweep(broker: &Broker) -> Result<(), crate::store::Error> {
         tracing::info!(expired, replays, leases, jobs, "sweep: expired leases and pruned records");
     }
     // Backend housekeeping logs its own failures: one unreachable backend must not stop the sweep.
-    broker.backends.prune().await;
+    if broker.backends.aws.is_some() {
+        let _lock = broker.store.lock(super::revocation::AWS_DENY_LISTS_LOCK).await?;
+        broker.backends.prune().await;
+    }
     Ok(())
 }

@@ -6,11 +6,13 @@ mod connect;
 mod jobs;
 mod lease;
 mod leases;
+mod lock;
 mod replay;
 
 pub use connect::{StoreConfig, StoreKind};
 pub use jobs::{EndOutcome, JobRecord, JobState};
 pub use lease::{Lease, LeaseBegun, LeaseState, NewLease};
+pub use lock::StoreLock;
 
 use sqlx::AnyPool;
 use thiserror::Error;

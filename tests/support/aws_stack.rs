@@ -8,7 +8,7 @@ use ci_creds::dev::DevIssuer;
 use ci_creds::store::{Lease, LeaseState, Store};
 use serde_json::{Value, json};
 
-use super::broker::{Broker, Setup};
+use super::broker::{Broker, STORE_PASSWORD, Setup};
 use super::moto::{ACCOUNT, Moto, REGION};
 use super::proxy::Proxy;
 use super::{github_token, start_issuer};
@@ -55,6 +55,8 @@ pub struct Options {
     pub seed: Vec<(&'static str, &'static str, String)>,
     /// moto enforces IAM, and the broker runs as an IAM user with no permission at all.
     pub broker_without_permissions: bool,
+    /// A PostgreSQL URL (without password) for replicas to share; SQLite when `None`.
+    pub store_url: Option<String>,
 }
 
 pub struct AwsStack {
@@ -63,6 +65,22 @@ pub struct AwsStack {
     pub aws_proxy: Proxy,
     pub github: Arc<DevIssuer>,
     pub broker: Broker,
+    /// What the broker was started with, to start replicas of it.
+    extra_config: String,
+    env: Vec<(&'static str, String)>,
+    store_url: Option<String>,
+}
+
+fn setup<'a>(issuer: &'a str, extra: &'a str, store_url: Option<&'a str>, env: Vec<(&'a str, String)>) -> Setup<'a> {
+    Setup {
+        issuers: vec![("github", "github", issuer)],
+        // No role uses Vault here; the broker never calls this address.
+        vault_address: "http://127.0.0.1:9",
+        policy: POLICY,
+        extra_config: extra,
+        store_url,
+        env,
+    }
 }
 
 impl AwsStack {
@@ -109,24 +127,21 @@ impl AwsStack {
             "{EXTRA_CONFIG}\n[aws]\nregion = \"{REGION}\"\nendpoint_url = \"{}\"\ntimeout_seconds = 3\n",
             aws_proxy.address
         );
-        let broker = Broker::start(&Setup {
-            issuers: vec![("github", "github", github.url())],
-            // No role uses Vault here; the broker never calls this address.
-            vault_address: "http://127.0.0.1:9",
-            policy: POLICY,
-            extra_config: &extra,
-            store_url: None,
-            env: vec![
-                ("AWS_ACCESS_KEY_ID", key),
-                ("AWS_SECRET_ACCESS_KEY", secret),
-                ("AWS_REGION", REGION.to_owned()),
-                ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
-                ("AWS_CONFIG_FILE", "/nonexistent/aws-config".to_owned()),
-                ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials".to_owned()),
-            ],
-        })
-        .await;
-        Self { moto, aws_proxy, github, broker }
+        let env = vec![
+            ("AWS_ACCESS_KEY_ID", key),
+            ("AWS_SECRET_ACCESS_KEY", secret),
+            ("AWS_REGION", REGION.to_owned()),
+            ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+            ("AWS_CONFIG_FILE", "/nonexistent/aws-config".to_owned()),
+            ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws-credentials".to_owned()),
+        ];
+        let broker = Broker::start(&setup(github.url(), &extra, options.store_url.as_deref(), env.clone())).await;
+        Self { moto, aws_proxy, github, broker, extra_config: extra, env, store_url: options.store_url }
+    }
+
+    /// Another broker on the same config and store: a second replica.
+    pub async fn replica(&self) -> Broker {
+        Broker::start(&setup(self.github.url(), &self.extra_config, self.store_url.as_deref(), self.env.clone())).await
     }
 
     pub fn iam(&self) -> aws_sdk_iam::Client {
@@ -174,7 +189,10 @@ impl AwsStack {
     }
 
     pub async fn leases(&self, job_id: &str) -> Vec<Lease> {
-        let url = format!("sqlite://{}", self.broker.database().display());
+        let url = match &self.store_url {
+            Some(url) => url.replacen("postgres://postgres@", &format!("postgres://postgres:{STORE_PASSWORD}@"), 1),
+            None => format!("sqlite://{}", self.broker.database().display()),
+        };
         let store = Store::connect(&url).await.expect("broker database opens");
         store.leases_of_job("github", job_id).await.expect("leases readable")
     }
