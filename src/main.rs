@@ -32,6 +32,10 @@ enum Command {
     Serve {
         #[arg(long, value_name = "PATH")]
         config: PathBuf,
+        /// Check config, secrets, policy, the store and the backends, print a summary and exit
+        /// (0 ok, 1 not): for a policy repository's CI and for init containers.
+        #[arg(long)]
+        check_config: bool,
     },
     /// Jobs the broker has seen or ended, from its store.
     #[command(subcommand)]
@@ -139,7 +143,10 @@ async fn main() -> Result<()> {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match Cli::parse().command {
-        Command::Serve { config } => {
+        Command::Serve { config, check_config: true } => {
+            println!("{}", ci_creds::server::check(&Config::load(&config)?).await?);
+        }
+        Command::Serve { config, check_config: false } => {
             let config = Config::load(&config)?;
             ci_creds::server::serve(config).await?;
         }

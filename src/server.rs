@@ -44,14 +44,6 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
     let policy = config::load_policies(&config.policy_dir)?;
     check_backends(&policy, config)?;
     let store = store::Store::open(&config.store, secrets.store_password.as_ref()).await?;
-    // One broker process owns an SQLite file: claims still held are a dead process's. Replicas
-    // sharing PostgreSQL wait for a dead replica's claims to lapse instead.
-    if store.kind() == StoreKind::Sqlite {
-        let released = store.release_claims().await?;
-        if released > 0 {
-            tracing::warn!(released, "resuming revocations a previous broker process had claimed");
-        }
-    }
     let http = HttpClient::new()?;
     let vault = match (&config.vault, &secrets.vault_token) {
         (Some(vault), Some(token)) => Some(VaultBackend::new(vault, token, http.clone())?),
@@ -96,9 +88,38 @@ fn check_backends(policy: &PolicySet, config: &Config) -> Result<(), Error> {
     Ok(())
 }
 
+/// `serve --check-config`: everything `serve` checks before listening (config, secrets, policy,
+/// the store and its schema) plus that every configured backend answers; then a summary.
+pub async fn check(config: &Config) -> Result<String, Error> {
+    let broker = broker(config).await?;
+    broker.backends.check().await?;
+    let store = match broker.store.kind() {
+        StoreKind::Sqlite => "sqlite",
+        StoreKind::Postgres => "postgres",
+    };
+    Ok(format!(
+        "config ok: {} issuer(s), {} role(s), store {store} (migrated), backends answering: {}",
+        config.issuers.len(),
+        broker.policy.roles().count(),
+        [broker.backends.vault.as_ref().map(|_| "vault"), broker.backends.aws.as_ref().map(|_| "aws")]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
 pub async fn serve(config: Config) -> Result<(), Error> {
     metrics::install(&config.metrics)?;
     let broker = Arc::new(broker(&config).await?);
+    // One broker process owns an SQLite file: claims still held are a dead process's. Replicas
+    // sharing PostgreSQL wait for a dead replica's claims to lapse instead.
+    if broker.store.kind() == StoreKind::Sqlite {
+        let released = broker.store.release_claims().await?;
+        if released > 0 {
+            tracing::warn!(released, "resuming revocations a previous broker process had claimed");
+        }
+    }
     let listener =
         TcpListener::bind(config.listen).await.map_err(|source| Error::Listen { addr: config.listen, source })?;
     let addr = listener.local_addr().map_err(Error::Serve)?;

@@ -1,5 +1,7 @@
 //! `ci-creds serve` with a bad config or policy exits non-zero, naming what is wrong.
 
+mod support;
+
 use std::process::Command;
 
 const GOOD_ISSUER: &str =
@@ -68,4 +70,31 @@ fn names_the_policy_file_and_line() {
     let (ok, stderr) = serve(&format!("{HEAD}{GOOD_ISSUER}{vault}"), &bad);
     assert!(!ok);
     assert!(stderr.contains("roles.yaml:8"), "file and line of the `sub` condition: {stderr}");
+}
+
+/// `serve --check-config` against a real setup: ok while Vault answers, a failure naming Vault
+/// when it does not; either way it exits instead of serving.
+#[tokio::test(flavor = "multi_thread")]
+async fn check_config_checks_connectivity_and_exits() {
+    let stack = support::stack::Stack::start().await;
+    let check = || {
+        Command::new(env!("CARGO_BIN_EXE_ci-creds"))
+            .args(["serve", "--check-config", "--config"])
+            .arg(stack.broker.config_dir().join("config.toml"))
+            .env("TEST_VAULT_TOKEN", support::bao::ROOT_TOKEN)
+            .env("TEST_GITHUB_WEBHOOK_SECRET", "s")
+            .env("TEST_GITLAB_WEBHOOK_TOKEN", "t")
+            .env("TEST_BUILDKITE_WEBHOOK_TOKEN", "u")
+            .output()
+            .unwrap()
+    };
+    let ok = check();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let summary = String::from_utf8_lossy(&ok.stdout);
+    assert!(summary.contains("config ok: 3 issuer(s)") && summary.contains("vault"), "{summary}");
+
+    stack.vault_proxy.set(support::proxy::Mode::Refuse);
+    let down = check();
+    assert!(!down.status.success(), "Vault unreachable must fail the check");
+    assert!(String::from_utf8_lossy(&down.stderr).contains("vault"), "{}", String::from_utf8_lossy(&down.stderr));
 }
