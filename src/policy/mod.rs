@@ -12,6 +12,7 @@ mod explain;
 mod lint;
 mod matcher;
 mod model;
+mod schema;
 mod tiers;
 
 #[cfg(test)]
@@ -24,6 +25,7 @@ pub use lint::Warning;
 pub use model::{
     AWS_MAX_SESSION, AWS_MIN_SESSION, AWS_RESERVED_TAG_PREFIX, AwsScope, BackendKind, Role, Rule, VaultScope,
 };
+pub use schema::json_schema;
 
 use matcher::Ctx;
 use model::FileDoc;

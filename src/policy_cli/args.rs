@@ -22,6 +22,8 @@ pub enum PolicyCommand {
         mapping: MappingArgs,
         dir: Option<PathBuf>,
     },
+    /// Print the JSON Schema of policy files (for editors; checked in as policy/policy.schema.json).
+    Schema,
     /// Run the `*_test.yaml` tables of DIR against its policies; print `N passed, M failed`.
     Test {
         #[command(flatten)]
@@ -47,6 +49,7 @@ pub struct MappingArgs {
 pub fn run(command: PolicyCommand) -> Result<Report, Error> {
     match command {
         PolicyCommand::Check { dir } => check(&dir.unwrap_or_else(|| PathBuf::from("policy"))),
+        PolicyCommand::Schema => Ok(Report { text: crate::policy::json_schema(), ok: true }),
         PolicyCommand::Explain { claims, role, mapping, dir } => {
             let choice = mapping.choice();
             explain(&policy_dir(dir, &choice), &claims, &role, &choice)

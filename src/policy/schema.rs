@@ -1,0 +1,150 @@
+//! The JSON Schema of a policy file, for editors. Generated (schemars) from types that mirror the
+//! YAML shape the parser accepts; the parser's own types validate more (globs, ARNs, TTLs) than a
+//! schema can say, so these stay shape-only, and a test keeps their condition keys equal to the
+//! parser's.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+
+/// A ci-creds policy file: runner tiers and roles. Every `*.yaml` of the policy directory is one.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "ci-creds policy file")]
+#[allow(dead_code)]
+struct PolicyFileShape {
+    /// Named tiers; the first whose `match` holds is the job's `runner_tier`.
+    #[serde(default)]
+    runner_tiers: Vec<TierShape>,
+    #[serde(default)]
+    roles: Vec<RoleShape>,
+}
+
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TierShape {
+    name: String,
+    #[serde(rename = "match")]
+    conditions: ConditionsShape,
+}
+
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct RoleShape {
+    name: String,
+    backend: BackendShape,
+    /// A duration with a unit: `15m`, `1h`, `900s`.
+    #[schemars(regex(pattern = r"^\s*[0-9]+\s*[a-zA-Z]+(\s*[0-9]+\s*[a-zA-Z]+)*\s*$"))]
+    max_ttl: String,
+    #[serde(default)]
+    vault: Option<VaultShape>,
+    #[serde(default)]
+    aws: Option<AwsShape>,
+    /// Granted when ANY rule matches; a rule matches when ALL its conditions hold.
+    allow: Vec<ConditionsShape>,
+    /// Any matching deny rule refuses the role, whatever `allow` says.
+    #[serde(default)]
+    deny: Vec<ConditionsShape>,
+}
+
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum BackendShape {
+    Vault,
+    Aws,
+}
+
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct VaultShape {
+    /// Exactly these Vault policies (no `default` unless listed).
+    policies: Vec<String>,
+    /// A dynamic secret read with the job's token, e.g. `database/creds/readonly`.
+    #[serde(default)]
+    secret_path: Option<String>,
+}
+
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct AwsShape {
+    role_arn: String,
+    /// An IAM policy document narrowing the role.
+    #[serde(default)]
+    session_policy: Option<BTreeMap<String, serde_json::Value>>,
+    #[serde(default)]
+    session_tags: BTreeMap<String, String>,
+}
+
+/// Conditions on the job's normalised fields; `claims` names raw claims. `sub` is never one.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct ConditionsShape {
+    issuer: Option<ValueShape>,
+    repository: Option<ValueShape>,
+    repository_id: Option<ValueShape>,
+    owner: Option<ValueShape>,
+    owner_id: Option<ValueShape>,
+    /// The full form, `refs/heads/…` or `refs/tags/…`.
+    #[serde(rename = "ref")]
+    git_ref: Option<ValueShape>,
+    ref_type: Option<ValueShape>,
+    ref_protected: Option<ValueShape>,
+    environment: Option<ValueShape>,
+    environment_protected: Option<ValueShape>,
+    event: Option<ValueShape>,
+    workflow_ref: Option<ValueShape>,
+    job_workflow_ref: Option<ValueShape>,
+    runner_environment: Option<ValueShape>,
+    runner_id: Option<ValueShape>,
+    runner_tier: Option<ValueShape>,
+    claims: Option<BTreeMap<String, ValueShape>>,
+}
+
+/// One accepted value, or a list of which any may match. A string starting `glob:` is an
+/// anchored glob where `*` never crosses `/`.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum ValueShape {
+    One(ScalarShape),
+    AnyOf(Vec<ScalarShape>),
+}
+
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum ScalarShape {
+    Text(String),
+    Number(i64),
+    Flag(bool),
+}
+
+/// The policy file JSON Schema, pretty-printed with a final newline.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(PolicyFileShape);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::matcher::Field;
+
+    #[test]
+    fn lists_exactly_the_condition_keys_the_parser_accepts() {
+        let schema: serde_json::Value = serde_json::from_str(&super::json_schema()).unwrap();
+        let properties = schema["$defs"]["ConditionsShape"]["properties"].as_object().expect("conditions");
+        let mut in_schema: Vec<&str> = properties.keys().map(String::as_str).collect();
+        let mut in_parser = Field::KEYS.to_vec();
+        in_schema.sort_unstable();
+        in_parser.sort_unstable();
+        assert_eq!(in_schema, in_parser);
+    }
+}
