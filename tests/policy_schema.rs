@@ -31,7 +31,8 @@ fn the_example_policy_is_valid() {
 #[test]
 fn shapes_the_parser_refuses_are_invalid() {
     let validator = jsonschema::validator_for(&schema()).expect("a valid schema");
-    let role = "roles:\n  - name: r\n    backend: vault\n    max_ttl: 5m\n    vault: { policies: [p] }\n    allow:\n      - ";
+    let role =
+        "roles:\n  - name: r\n    backend: vault\n    max_ttl: 5m\n    vault: { policies: [p] }\n    allow:\n      - ";
     for (what, text) in [
         ("unknown condition", format!("{role}reff: refs/heads/main\n")),
         ("sub as a condition", format!("{role}sub: repo:octo-org/octo-repo\n")),
