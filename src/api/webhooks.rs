@@ -18,21 +18,40 @@ use crate::lifecycle::Broker;
 use crate::lifecycle::webhooks::{WebhookOutcome, WebhookSource};
 use crate::metrics;
 
+/// What every webhook endpoint answers; documented once for all three.
+#[derive(utoipa::IntoResponses)]
+#[allow(dead_code)]
+enum WebhookResponses {
+    /// The job ended
+    #[response(status = 200)]
+    Ended(JobEndBody),
+    /// Acknowledged, nothing changed (another event, or a redelivery)
+    #[response(status = 202)]
+    Acknowledged(WebhookAck),
+    /// `invalid_request`
+    #[response(status = 400)]
+    InvalidRequest(ErrorResponse),
+    /// `invalid_signature`
+    #[response(status = 401)]
+    InvalidSignature(ErrorResponse),
+    /// `not_found`: this webhook is not configured
+    #[response(status = 404)]
+    NotConfigured(ErrorResponse),
+    /// `payload_too_large`
+    #[response(status = 413)]
+    PayloadTooLarge(ErrorResponse),
+    /// `store_unavailable`
+    #[response(status = 503)]
+    StoreUnavailable(ErrorResponse),
+}
+
 /// Webhook bodies larger than any job event are refused.
 pub const MAX_WEBHOOK_BYTES: usize = 1024 * 1024;
 
 /// GitHub `workflow_job` deliveries, signed with `X-Hub-Signature-256`.
 #[utoipa::path(post, path = "/v1/webhooks/github", tag = "webhooks",
     request_body(content = serde_json::Value, description = "The CI system's delivery, as sent"),
-    responses(
-        (status = 200, description = "The job ended", body = JobEndBody),
-        (status = 202, description = "Acknowledged, nothing changed (another event, or a redelivery)", body = WebhookAck),
-        (status = 400, description = "`invalid_request`", body = ErrorResponse),
-        (status = 401, description = "`invalid_signature`", body = ErrorResponse),
-        (status = 404, description = "`not_found`: this webhook is not configured", body = ErrorResponse),
-        (status = 413, description = "`payload_too_large`", body = ErrorResponse),
-        (status = 503, description = "`store_unavailable`", body = ErrorResponse),
-    ))]
+    responses(WebhookResponses))]
 pub async fn github(State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     receive(&broker, WebhookSource::Github, &headers, body).await
 }
@@ -40,15 +59,7 @@ pub async fn github(State(broker): State<Arc<Broker>>, headers: HeaderMap, body:
 /// GitLab Job Hook deliveries, authenticated by `X-Gitlab-Token`.
 #[utoipa::path(post, path = "/v1/webhooks/gitlab", tag = "webhooks",
     request_body(content = serde_json::Value, description = "The CI system's delivery, as sent"),
-    responses(
-        (status = 200, description = "The job ended", body = JobEndBody),
-        (status = 202, description = "Acknowledged, nothing changed (another event, or a redelivery)", body = WebhookAck),
-        (status = 400, description = "`invalid_request`", body = ErrorResponse),
-        (status = 401, description = "`invalid_signature`", body = ErrorResponse),
-        (status = 404, description = "`not_found`: this webhook is not configured", body = ErrorResponse),
-        (status = 413, description = "`payload_too_large`", body = ErrorResponse),
-        (status = 503, description = "`store_unavailable`", body = ErrorResponse),
-    ))]
+    responses(WebhookResponses))]
 pub async fn gitlab(State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     receive(&broker, WebhookSource::Gitlab, &headers, body).await
 }
@@ -56,15 +67,7 @@ pub async fn gitlab(State(broker): State<Arc<Broker>>, headers: HeaderMap, body:
 /// Buildkite `job.finished` deliveries, by `X-Buildkite-Token` or `X-Buildkite-Signature`.
 #[utoipa::path(post, path = "/v1/webhooks/buildkite", tag = "webhooks",
     request_body(content = serde_json::Value, description = "The CI system's delivery, as sent"),
-    responses(
-        (status = 200, description = "The job ended", body = JobEndBody),
-        (status = 202, description = "Acknowledged, nothing changed (another event, or a redelivery)", body = WebhookAck),
-        (status = 400, description = "`invalid_request`", body = ErrorResponse),
-        (status = 401, description = "`invalid_signature`", body = ErrorResponse),
-        (status = 404, description = "`not_found`: this webhook is not configured", body = ErrorResponse),
-        (status = 413, description = "`payload_too_large`", body = ErrorResponse),
-        (status = 503, description = "`store_unavailable`", body = ErrorResponse),
-    ))]
+    responses(WebhookResponses))]
 pub async fn buildkite(
     State(broker): State<Arc<Broker>>,
     headers: HeaderMap,
