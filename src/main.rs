@@ -73,29 +73,29 @@ enum AuditCommand {
     },
 }
 
+/// What every listing of the store takes.
+#[derive(clap::Args)]
+struct ListArgs {
+    #[arg(long, value_name = "PATH")]
+    config: PathBuf,
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+    #[arg(long, default_value_t = 100)]
+    limit: i64,
+}
+
 #[derive(Subcommand)]
 enum JobsCommand {
     /// Most recent first.
-    List {
-        #[arg(long, value_name = "PATH")]
-        config: PathBuf,
-        #[arg(long, value_enum, default_value = "table")]
-        format: Format,
-        #[arg(long, default_value_t = 100)]
-        limit: i64,
-    },
+    List(ListArgs),
 }
 
 #[derive(Subcommand)]
 enum LeasesCommand {
     /// Most recent first.
     List {
-        #[arg(long, value_name = "PATH")]
-        config: PathBuf,
-        #[arg(long, value_enum, default_value = "table")]
-        format: Format,
-        #[arg(long, default_value_t = 100)]
-        limit: i64,
+        #[command(flatten)]
+        list: ListArgs,
         /// Only leases in this state (pending, active, revoking, revoked, expired, failed).
         #[arg(long, value_parser = parse_lease_state)]
         state: Option<LeaseState>,
@@ -150,13 +150,13 @@ async fn main() -> Result<()> {
             let config = Config::load(&config)?;
             ci_creds::server::serve(config).await?;
         }
-        Command::Jobs(JobsCommand::List { config, format, limit }) => {
-            let store = open_store(&config).await?;
-            print!("{}", inspect::jobs(&store, limit, format).await?);
+        Command::Jobs(JobsCommand::List(list)) => {
+            let store = open_store(&list.config).await?;
+            print!("{}", inspect::jobs(&store, list.limit, list.format).await?);
         }
-        Command::Leases(LeasesCommand::List { config, format, limit, state }) => {
-            let store = open_store(&config).await?;
-            print!("{}", inspect::leases(&store, state, limit, format).await?);
+        Command::Leases(LeasesCommand::List { list, state }) => {
+            let store = open_store(&list.config).await?;
+            print!("{}", inspect::leases(&store, state, list.limit, list.format).await?);
         }
         Command::Dev(DevCommand::Issuer { dir, listen }) => run_dev_issuer(&dir, listen).await?,
         Command::Dev(DevCommand::Token { dir, claims, audience, overrides, lifetime_seconds }) => {

@@ -24,8 +24,16 @@ const MAX_DOCUMENT_BYTES: usize = 512 * 1024;
 pub struct VerifyingKey {
     pub key: DecodingKey,
     kty: KeyType,
-    /// The `alg` the JWK pins, if it pins one.
-    alg: Option<String>,
+    /// The `alg` the JWK pins, parsed once when the keys are fetched.
+    pin: AlgPin,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AlgPin {
+    Unpinned,
+    Only(Algorithm),
+    /// The JWK names an algorithm no JWS signature uses (e.g. an encryption one).
+    NotASignatureAlgorithm,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +65,11 @@ impl VerifyingKey {
             ) | (KeyType::Ec(EcCurve::P256), Algorithm::ES256)
                 | (KeyType::Ec(EcCurve::P384), Algorithm::ES384)
         );
-        let fits_pin = self.alg.as_deref().is_none_or(|pinned| pinned == format!("{alg:?}"));
+        let fits_pin = match self.pin {
+            AlgPin::Unpinned => true,
+            AlgPin::Only(pinned) => pinned == alg,
+            AlgPin::NotASignatureAlgorithm => false,
+        };
         if fits_family && fits_pin {
             Ok(())
         } else {
@@ -191,6 +203,9 @@ fn parse_key(value: &serde_json::Value) -> Option<(String, Arc<VerifyingKey>)> {
         _ => return None,
     };
     let key = DecodingKey::from_jwk(&jwk).ok()?;
-    let alg = jwk.common.key_algorithm.map(|alg| format!("{alg:?}"));
-    Some((kid, Arc::new(VerifyingKey { key, kty, alg })))
+    let pin = match jwk.common.key_algorithm {
+        None => AlgPin::Unpinned,
+        Some(named) => format!("{named:?}").parse().map_or(AlgPin::NotASignatureAlgorithm, AlgPin::Only),
+    };
+    Some((kid, Arc::new(VerifyingKey { key, kty, pin })))
 }
