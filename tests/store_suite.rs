@@ -57,6 +57,7 @@ on_every_store!(
     applies_a_webhook_delivery_once,
     expires_and_prunes_what_has_run_out,
     two_workers_never_claim_the_same_task,
+    confirms_many_revocations_in_one_write,
     a_job_ending_during_exchanges_leaves_no_active_lease,
 );
 
@@ -112,7 +113,7 @@ async fn moves_a_lease_from_pending_to_active_to_revoking_to_revoked(subject: Su
     store.retry_revocation("l1", "vault is down", 0).await.unwrap();
     let retried = store.claim_revocations(10, 60_000).await.unwrap();
     assert_eq!((retried.len(), retried[0].attempts, retried[0].last_error.as_deref()), (1, 1, Some("vault is down")));
-    store.confirm_revocation("l1").await.unwrap();
+    store.confirm_revocations(&["l1"]).await.unwrap();
     let leases = store.leases_of_job("github", "42").await.unwrap();
     assert_eq!((leases[0].state, leases[0].attempts, leases[0].last_error.clone()), (LeaseState::Revoked, 2, None));
 }
@@ -237,4 +238,24 @@ async fn a_named_lock_on_postgres_has_one_holder_at_a_time_across_pools() {
     assert!(unrelated.is_ok(), "other names are not blocked");
     drop(held);
     tokio::time::timeout(std::time::Duration::from_secs(5), waiter).await.expect("released on drop").unwrap();
+}
+
+async fn confirms_many_revocations_in_one_write(subject: Subject) {
+    let store = subject.store;
+    let far = now() + 3600;
+    for (id, job) in [("l1", "1"), ("l2", "1"), ("l3", "1"), ("other", "2")] {
+        store.begin_lease(&lease(id, job, far)).await.unwrap();
+        store.activate_lease(id, &handle(id)).await.unwrap();
+    }
+    store.end_job("github", "1", "self", None, far).await.unwrap();
+    assert_eq!(store.claim_revocations(10, 60_000).await.unwrap().len(), 3);
+
+    store.confirm_revocations(&["l1", "l3", "other"]).await.unwrap();
+    let state = |leases: &[ci_creds::store::Lease], id: &str| leases.iter().find(|l| l.id == id).map(|l| l.state);
+    let job1 = store.leases_of_job("github", "1").await.unwrap();
+    assert_eq!(state(&job1, "l1"), Some(LeaseState::Revoked));
+    assert_eq!(state(&job1, "l2"), Some(LeaseState::Revoking), "not confirmed: still queued");
+    assert_eq!(state(&job1, "l3"), Some(LeaseState::Revoked));
+    let job2 = store.leases_of_job("github", "2").await.unwrap();
+    assert_eq!(state(&job2, "other"), Some(LeaseState::Active), "a lease not being revoked is left alone");
 }

@@ -6,15 +6,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use futures_util::FutureExt;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::Notify;
 
 use super::Broker;
 use crate::audit::{Event, JobRef};
-use crate::backends::RevokeHandle;
+use crate::backends::{self, RevokeHandle};
 use crate::store::{Lease, now_ms};
 
-/// Tasks taken per claim; they are revoked concurrently.
-const BATCH: i64 = 64;
+/// Revocations in flight at once; as each finishes, the next due task is claimed, so one slow
+/// backend call never holds up the rest.
+const CONCURRENCY: usize = 64;
 /// Due retries are picked up at least this often even when nothing wakes the worker.
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
 const FIRST_RETRY_MS: i64 = 1_000;
@@ -51,42 +54,64 @@ pub fn retry_delay_ms(attempts: i64) -> i64 {
     (FIRST_RETRY_MS << exponent).min(MAX_RETRY_MS)
 }
 
+/// One claimed task after its backend call.
+enum Attempt {
+    Revoked(Lease),
+    Failed(Lease, backends::Error),
+    /// Not tried (no handle yet, or the AWS lock was not had): the claim lapses and it is
+    /// tried again.
+    Skipped,
+}
+
 /// Works the queue until the process ends.
 pub async fn run(broker: Arc<Broker>) {
+    let mut in_flight = FuturesUnordered::new();
     loop {
-        let claim_ms = broker.lifecycle.claim_timeout.as_millis() as i64;
-        let claimed = match broker.store.claim_revocations(BATCH, claim_ms).await {
-            Ok(claimed) => claimed,
-            Err(error) => {
-                tracing::warn!(%error, "cannot claim revocation tasks; retrying");
-                tokio::time::sleep(POLL_INTERVAL).await;
-                continue;
+        let free = CONCURRENCY - in_flight.len();
+        if free > 0 {
+            let claim_ms = broker.lifecycle.claim_timeout.as_millis() as i64;
+            match broker.store.claim_revocations(free as i64, claim_ms).await {
+                Ok(claimed) => {
+                    for lease in claimed {
+                        let broker = broker.clone();
+                        in_flight.push(async move { broker.attempt_revocation(lease).await });
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "cannot claim revocation tasks; retrying"),
             }
-        };
-        if claimed.is_empty() {
+        }
+        if in_flight.is_empty() {
             tokio::select! {
                 _ = broker.revocations.wake.notified() => {}
                 _ = tokio::time::sleep(POLL_INTERVAL) => {}
             }
             continue;
         }
-        futures_util::future::join_all(claimed.iter().map(|lease| broker.revoke_lease(lease))).await;
+        tokio::select! {
+            Some(first) = in_flight.next() => {
+                // Whatever else has finished by now is recorded with it, in one store write.
+                let mut finished = vec![first];
+                while let Some(Some(attempt)) = in_flight.next().now_or_never() {
+                    finished.push(attempt);
+                }
+                broker.record_attempts(finished).await;
+            }
+            _ = broker.revocations.wake.notified() => {}
+            _ = tokio::time::sleep(POLL_INTERVAL) => {}
+        }
     }
 }
 
 impl Broker {
-    async fn revoke_lease(&self, lease: &Lease) {
-        let Some(handle) = &lease.handle else { return };
-        let stats = &self.revocations.stats;
-        let job = || JobRef { issuer: &lease.issuer, job_id: &lease.job_id };
+    async fn attempt_revocation(&self, lease: Lease) -> Attempt {
+        let Some(handle) = &lease.handle else { return Attempt::Skipped };
         // An AWS deny list is read-modify-written in IAM: one broker at a time, across replicas.
         let lock = match handle {
             RevokeHandle::Aws { .. } => match self.store.lock(AWS_DENY_LISTS_LOCK).await {
                 Ok(lock) => Some(lock),
                 Err(error) => {
-                    // The claim lapses and the task is tried again.
                     tracing::warn!(lease_id = %lease.id, %error, "cannot take the AWS deny-list lock");
-                    return;
+                    return Attempt::Skipped;
                 }
             },
             RevokeHandle::Vault { .. } => None,
@@ -96,54 +121,77 @@ impl Broker {
         drop(lock);
         crate::metrics::backend_call(&lease.backend, "revoke", started.elapsed(), revoked.is_ok());
         match revoked {
-            Ok(()) => {
-                if let Err(error) = self.store.confirm_revocation(&lease.id).await {
-                    // Revoked at the backend; the claim lapses and the next attempt confirms it.
-                    tracing::warn!(lease_id = %lease.id, %error, "revoked, but cannot record it yet");
-                    return;
-                }
-                stats.done.fetch_add(1, Ordering::Relaxed);
-                let exposure_ms = lease.revoke_requested_at.map(|at| now_ms() - at);
-                if let Some(exposure_ms) = exposure_ms {
-                    crate::metrics::exposure_window(exposure_ms);
-                }
-                self.audit.record(&Event::RevocationConfirmed {
-                    job: job(),
-                    role: &lease.role,
-                    lease_id: &lease.id,
-                    backend: &lease.backend,
-                    handle,
-                    attempts: lease.attempts + 1,
-                    exposure_ms,
-                });
-                tracing::info!(
-                    lease_id = %lease.id, issuer = %lease.issuer, job_id = %lease.job_id, role = %lease.role,
-                    attempts = lease.attempts + 1, exposure_ms, "revocation confirmed"
-                );
-            }
-            Err(error) => {
-                let attempts = lease.attempts + 1;
-                let delay = retry_delay_ms(attempts);
-                let reason = error.to_string();
-                if let Err(error) = self.store.retry_revocation(&lease.id, &reason, now_ms() + delay).await {
-                    tracing::warn!(lease_id = %lease.id, %error, "cannot record a failed revocation attempt");
-                }
-                stats.retried.fetch_add(1, Ordering::Relaxed);
-                self.audit.record(&Event::RevocationFailed {
-                    job: job(),
-                    role: &lease.role,
-                    lease_id: &lease.id,
-                    backend: &lease.backend,
-                    handle,
-                    attempts,
-                    retry_in_ms: delay,
-                    error: &reason,
-                });
-                tracing::warn!(
-                    lease_id = %lease.id, issuer = %lease.issuer, job_id = %lease.job_id, role = %lease.role,
-                    attempts, retry_in_ms = delay, error = %reason, "revocation failed; will retry"
-                );
+            Ok(()) => Attempt::Revoked(lease),
+            Err(error) => Attempt::Failed(lease, error),
+        }
+    }
+
+    async fn record_attempts(&self, attempts: Vec<Attempt>) {
+        let mut revoked = Vec::with_capacity(attempts.len());
+        for attempt in attempts {
+            match attempt {
+                Attempt::Revoked(lease) => revoked.push(lease),
+                Attempt::Failed(lease, error) => self.record_failure(&lease, &error).await,
+                Attempt::Skipped => {}
             }
         }
+        let ids: Vec<&str> = revoked.iter().map(|lease| lease.id.as_str()).collect();
+        if let Err(error) = self.store.confirm_revocations(&ids).await {
+            // Revoked at the backend; the claims lapse and the next attempts confirm them.
+            tracing::warn!(leases = ids.len(), %error, "revoked, but cannot record it yet");
+            return;
+        }
+        for lease in &revoked {
+            self.record_confirmed(lease);
+        }
+    }
+
+    fn record_confirmed(&self, lease: &Lease) {
+        self.revocations.stats.done.fetch_add(1, Ordering::Relaxed);
+        let exposure_ms = lease.revoke_requested_at.map(|at| now_ms() - at);
+        if let Some(exposure_ms) = exposure_ms {
+            crate::metrics::exposure_window(exposure_ms);
+        }
+        if let Some(handle) = &lease.handle {
+            self.audit.record(&Event::RevocationConfirmed {
+                job: JobRef { issuer: &lease.issuer, job_id: &lease.job_id },
+                role: &lease.role,
+                lease_id: &lease.id,
+                backend: &lease.backend,
+                handle,
+                attempts: lease.attempts + 1,
+                exposure_ms,
+            });
+        }
+        tracing::info!(
+            lease_id = %lease.id, issuer = %lease.issuer, job_id = %lease.job_id, role = %lease.role,
+            attempts = lease.attempts + 1, exposure_ms, "revocation confirmed"
+        );
+    }
+
+    async fn record_failure(&self, lease: &Lease, error: &backends::Error) {
+        let attempts = lease.attempts + 1;
+        let delay = retry_delay_ms(attempts);
+        let reason = error.to_string();
+        if let Err(error) = self.store.retry_revocation(&lease.id, &reason, now_ms() + delay).await {
+            tracing::warn!(lease_id = %lease.id, %error, "cannot record a failed revocation attempt");
+        }
+        self.revocations.stats.retried.fetch_add(1, Ordering::Relaxed);
+        if let Some(handle) = &lease.handle {
+            self.audit.record(&Event::RevocationFailed {
+                job: JobRef { issuer: &lease.issuer, job_id: &lease.job_id },
+                role: &lease.role,
+                lease_id: &lease.id,
+                backend: &lease.backend,
+                handle,
+                attempts,
+                retry_in_ms: delay,
+                error: &reason,
+            });
+        }
+        tracing::warn!(
+            lease_id = %lease.id, issuer = %lease.issuer, job_id = %lease.job_id, role = %lease.role,
+            attempts, retry_in_ms = delay, error = %reason, "revocation failed; will retry"
+        );
     }
 }

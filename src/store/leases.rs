@@ -150,17 +150,24 @@ impl Store {
         Ok(released)
     }
 
-    /// The backend confirmed: the lease is revoked.
-    pub async fn confirm_revocation(&self, id: &str) -> Result<(), Error> {
-        sqlx::query(
+    /// The backend confirmed each of `ids`: one statement for all, so a busy queue costs the
+    /// store one write per batch rather than one per credential.
+    pub async fn confirm_revocations(&self, ids: &[&str]) -> Result<(), Error> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let placeholders: Vec<String> = (2..ids.len() + 2).map(|n| format!("${n}")).collect();
+        let sql = format!(
             "UPDATE leases SET state = 'revoked', attempts = attempts + 1, last_error = NULL, claimed_until = 0,
                  updated_at = $1
-             WHERE id = $2 AND state = 'revoking'",
-        )
-        .bind(now())
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
+             WHERE id IN ({}) AND state = 'revoking'",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(&sql).bind(now());
+        for id in ids {
+            query = query.bind(*id);
+        }
+        query.execute(&self.pool).await?;
         Ok(())
     }
 

@@ -115,6 +115,11 @@ impl Broker {
         }
     }
 
+    /// The running broker's process id, to read its memory from `/proc`.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     pub fn log_path(&self) -> PathBuf {
         self.dir.path().join("broker.log")
     }
