@@ -1,0 +1,4 @@
+# The one Vault policy both the broker's role and OpenBao's JWT role grant.
+path "secret/data/bench/*" {
+  capabilities = ["read"]
+}
