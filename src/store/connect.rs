@@ -81,25 +81,7 @@ impl Store {
         let kind = config.kind()?;
         let url = connection_url(config, kind, password)?;
         let options = AnyConnectOptions::from_str(&url)?;
-        let statement_timeout = config.statement_timeout_seconds;
-        let pool = AnyPoolOptions::new()
-            .max_connections(config.max_connections.unwrap_or(match kind {
-                StoreKind::Sqlite => 8,
-                StoreKind::Postgres => 16,
-            }))
-            .acquire_timeout(Duration::from_secs(config.acquire_timeout_seconds))
-            .after_connect(move |connection, _| {
-                Box::pin(async move {
-                    let settings = match kind {
-                        StoreKind::Sqlite => "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;".to_owned(),
-                        StoreKind::Postgres => format!("SET statement_timeout = '{statement_timeout}s'"),
-                    };
-                    connection.execute(settings.as_str()).await?;
-                    Ok(())
-                })
-            })
-            .connect_with(options)
-            .await?;
+        let pool = pool_options(config, kind).connect_with(options).await?;
         if kind == StoreKind::Sqlite {
             // Persistent in the file: readers never block the writer.
             let mut connection = pool.acquire().await?;
@@ -112,6 +94,32 @@ impl Store {
         })?;
         Ok(Self { pool, kind })
     }
+}
+
+/// Pool limits and per-connection settings for `kind`.
+fn pool_options(config: &StoreConfig, kind: StoreKind) -> AnyPoolOptions {
+    let statement_timeout = config.statement_timeout_seconds;
+    AnyPoolOptions::new()
+        .max_connections(config.max_connections.unwrap_or(match kind {
+            StoreKind::Sqlite => 8,
+            StoreKind::Postgres => 16,
+        }))
+        .acquire_timeout(Duration::from_secs(config.acquire_timeout_seconds))
+        // A PostgreSQL connection can die while idle (server restart, network), so it is checked
+        // before use. An SQLite one is an in-process file handle that nothing closes while idle,
+        // and sqlx already checks every connection when it is released: a second check on
+        // acquire only adds a round trip to the connection's worker thread to every query.
+        .test_before_acquire(kind == StoreKind::Postgres)
+        .after_connect(move |connection, _| {
+            Box::pin(async move {
+                let settings = match kind {
+                    StoreKind::Sqlite => "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;".to_owned(),
+                    StoreKind::Postgres => format!("SET statement_timeout = '{statement_timeout}s'"),
+                };
+                connection.execute(settings.as_str()).await?;
+                Ok(())
+            })
+        })
 }
 
 fn connection_url(config: &StoreConfig, kind: StoreKind, password: Option<&SecretString>) -> Result<String, Error> {
@@ -128,5 +136,18 @@ fn connection_url(config: &StoreConfig, kind: StoreKind, password: Option<&Secre
                 .map_err(|_| Error::Config("`store.url` cannot carry a password".into()))?;
             Ok(url.to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_postgres_connections_before_use_but_not_sqlite_file_handles() {
+        let sqlite = pool_options(&StoreConfig::new("sqlite://ci-creds.db"), StoreKind::Sqlite);
+        let postgres = pool_options(&StoreConfig::new("postgres://ci-creds@db/ci_creds"), StoreKind::Postgres);
+        assert!(!sqlite.get_test_before_acquire(), "an SQLite query would pay an extra worker round trip");
+        assert!(postgres.get_test_before_acquire(), "a PostgreSQL connection dropped while idle would fail a request");
     }
 }

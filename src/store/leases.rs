@@ -16,25 +16,23 @@ impl Store {
     pub async fn begin_lease(&self, lease: &NewLease<'_>) -> Result<LeaseBegun, Error> {
         let now = now();
         let mut tx = self.pool.begin().await?;
-        sqlx::query(
+        // DO UPDATE has no condition, so the upsert always writes the row and RETURNING always
+        // yields the job's state as this transaction left it: one statement, not an upsert and a read.
+        let state: String = sqlx::query_scalar(
             "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until)
              VALUES ($1, $2, $3, 'active', $4, $5)
              ON CONFLICT (issuer, job_id) DO UPDATE SET
                  repository = COALESCE(jobs.repository, excluded.repository),
-                 keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END",
+                 keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END
+             RETURNING state",
         )
         .bind(lease.issuer)
         .bind(lease.job_id)
         .bind(lease.repository)
         .bind(now)
         .bind(lease.job_keep_until)
-        .execute(&mut *tx)
+        .fetch_one(&mut *tx)
         .await?;
-        let state: String = sqlx::query_scalar("SELECT state FROM jobs WHERE issuer = $1 AND job_id = $2")
-            .bind(lease.issuer)
-            .bind(lease.job_id)
-            .fetch_one(&mut *tx)
-            .await?;
         if state == "ended" {
             return Ok(LeaseBegun::JobEnded);
         }

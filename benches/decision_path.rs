@@ -1,0 +1,211 @@
+//! The decision path in-process, backend left out: what the broker's own work adds to verifying a
+//! token's signature. Four stages on the same GitHub-shaped token, one criterion group:
+//!
+//! 1. `verify_alone`: jsonwebtoken's RS256 signature and standard claim checks, the floor;
+//! 2. `verify_and_map`: `Verifier::verify`: issuer pinning, key cache, validation, strict claim
+//!    decoding and mapping to `Job`;
+//! 3. `verify_map_policy`: + `PolicySet::decide` over 200 roles and 1,000 rules;
+//! 4. `verify_map_policy_store`: + the replay record and one pending lease per granted role in
+//!    SQLite, as the exchange writes them before it asks a backend.
+//!
+//! Then a table of each stage's throughput as a share of `verify_alone`'s (the goal: the full
+//! path at >= 50 %). Run: `cargo bench --bench decision_path` (a quick look: append
+//! `-- --warm-up-time 1 --measurement-time 2`).
+
+#[path = "decision_path/policy.rs"]
+mod policy;
+#[path = "decision_path/report.rs"]
+mod report;
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use ci_creds::dev::{DevIssuer, SigningKey, live_claims};
+use ci_creds::identity::{IssuerConfig, Verifier};
+use ci_creds::job::{CiKind, Job};
+use ci_creds::lifecycle::LifecycleConfig;
+use ci_creds::net::HttpClient;
+use ci_creds::policy::{Decision, PolicyFile, PolicySet, Role};
+use ci_creds::store::{LeaseBegun, NewLease, Store};
+use criterion::Criterion;
+use jsonwebtoken::jwk::Jwk;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::Value;
+use tokio::runtime::Runtime;
+
+const GROUP: &str = "decision_path";
+const STAGES: [&str; 4] = ["verify_alone", "verify_and_map", "verify_map_policy", "verify_map_policy_store"];
+const AUDIENCE: &str = "https://ci-creds.example";
+/// Longer than any run of this bench, so the token cannot expire mid-measurement.
+const TOKEN_LIFETIME_SECONDS: i64 = 3600;
+/// The verifier's clock skew allowance, so the floor validates exactly what the verifier does.
+const LEEWAY_SECONDS: u64 = 60;
+
+/// Everything the stages share, built once before any measurement.
+struct Fixture {
+    runtime: Runtime,
+    token: String,
+    floor_key: DecodingKey,
+    floor_validation: Validation,
+    verifier: Verifier,
+    policy: PolicySet,
+    requested: Vec<String>,
+    store: Store,
+    /// Kept so the issuer keeps serving and the database file outlives the measurements.
+    _issuer: Arc<DevIssuer>,
+    _store_dir: tempfile::TempDir,
+}
+
+fn main() {
+    // Test runners (`cargo nextest list/run --all-targets`) ask every target for its tests with
+    // `--list`; this bench has none, and generating a key and starting an issuer to say so is waste.
+    if std::env::args().any(|arg| arg == "--list") {
+        return;
+    }
+    let started = SystemTime::now();
+    let mut criterion = Criterion::default().configure_from_args();
+    bench_decision_path(&mut criterion, &Fixture::new());
+    criterion.final_summary();
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs each stage once, with no timings.
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|arg| arg == "--bench") && !args.iter().any(|arg| arg == "--test" || arg == "--profile-time") {
+        report::print_ratios(GROUP, &STAGES, started);
+    }
+}
+
+fn bench_decision_path(criterion: &mut Criterion, f: &Fixture) {
+    let mut group = criterion.benchmark_group(GROUP);
+    group.bench_function(STAGES[0], |b| {
+        b.iter(|| jsonwebtoken::decode::<Value>(black_box(&f.token), &f.floor_key, &f.floor_validation).expect("valid"))
+    });
+    group.bench_function(STAGES[1], |b| {
+        b.to_async(&f.runtime).iter(|| async { f.verifier.verify(black_box(&f.token)).await.expect("valid") })
+    });
+    group.bench_function(STAGES[2], |b| {
+        b.to_async(&f.runtime).iter(|| async {
+            let job = f.verifier.verify(black_box(&f.token)).await.expect("valid");
+            matches!(f.policy.decide(&job, &f.requested), Decision::Granted(_))
+        })
+    });
+    // Every iteration verifies the same token: verifying costs the same whatever `jti` a token
+    // carries, criterion picks the iteration count (so a pre-signed pool could run dry), and
+    // signing per iteration would make a run take minutes. The verified job then gets a fresh
+    // token id and job id, so the replay record and the job's row are inserted, as in every real
+    // exchange, instead of the exchange being refused as a replay.
+    let mut exchange_number = 0_u64;
+    group.bench_function(STAGES[3], |b| {
+        b.to_async(&f.runtime).iter(|| {
+            exchange_number += 1;
+            async move {
+                let mut job = f.verifier.verify(black_box(&f.token)).await.expect("valid");
+                let Decision::Granted(roles) = f.policy.decide(&job, &f.requested) else {
+                    panic!("the bench's request was refused");
+                };
+                job.token_id = format!("jti:bench-{exchange_number}");
+                job.job_id = format!("bench-{exchange_number}");
+                record_before_minting(&f.store, &job, &roles).await;
+            }
+        })
+    });
+    group.finish();
+}
+
+/// What `lifecycle/exchange.rs` writes before any backend is asked: the replay check, then one
+/// pending lease per granted role (refused if the job has ended).
+async fn record_before_minting(store: &Store, job: &Job, roles: &[&Role]) {
+    let first_use = store.record_exchange(&job.issuer, &job.token_id, job.expires_at).await.expect("store");
+    assert!(first_use, "token {} refused as a replay", job.token_id);
+    let retention = LifecycleConfig::default().retention.as_secs() as i64;
+    for role in roles {
+        let lease_id = uuid::Uuid::new_v4().to_string();
+        let expires_at = ci_creds::store::now() + role.max_ttl.as_secs() as i64;
+        let lease = NewLease {
+            id: &lease_id,
+            issuer: &job.issuer,
+            job_id: &job.job_id,
+            repository: &job.repository,
+            role: &role.name,
+            backend: role.backend.as_str(),
+            expires_at,
+            job_keep_until: expires_at.max(job.expires_at) + retention,
+        };
+        assert_eq!(store.begin_lease(&lease).await.expect("store"), LeaseBegun::Begun);
+    }
+}
+
+impl Fixture {
+    fn new() -> Self {
+        // One thread, as a request's work runs on one: the issuer's HTTP server only has to answer
+        // the warm-up fetch, which happens inside `block_on` below.
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let key = SigningKey::generate_rs256().expect("RSA key");
+        let floor_key = DecodingKey::from_jwk(&serde_json::from_value::<Jwk>(key.jwk().clone()).expect("JWK"))
+            .expect("decoding key");
+        let issuer = runtime.block_on(DevIssuer::start("127.0.0.1:0".parse().expect("address"), key)).expect("issuer");
+        let claims = live_claims(&github_fixture(), issuer.url(), AUDIENCE, TOKEN_LIFETIME_SECONDS);
+        let token = issuer.sign(&claims).expect("signs");
+
+        let mut floor_validation = Validation::new(Algorithm::RS256);
+        floor_validation.set_issuer(&[issuer.url()]);
+        floor_validation.set_audience(&[AUDIENCE]);
+        floor_validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        floor_validation.validate_nbf = true;
+        floor_validation.leeway = LEEWAY_SECONDS;
+
+        let github = IssuerConfig {
+            name: "github".into(),
+            kind: CiKind::Github,
+            issuer: issuer.url().to_owned(),
+            jwks_url: None,
+            algorithms: vec![Algorithm::RS256],
+        };
+        let verifier = Verifier::new(AUDIENCE.into(), vec![github], HttpClient::new().expect("HTTP client"));
+        let policy = policy_set();
+        let requested = policy::requested_roles();
+        let store_dir = tempfile::tempdir().expect("temp dir");
+        let store_url = format!("sqlite://{}", store_dir.path().join("bench.db").display());
+        let store = runtime.block_on(Store::connect(&store_url)).expect("store");
+
+        // Warm the key cache (discovery and JWKS are fetched once, here), and make sure the
+        // policy stages measure a grant, not a cheaper refusal.
+        let job = runtime.block_on(verifier.verify(&token)).expect("the token verifies");
+        if let Decision::Denied(denials) = policy.decide(&job, &requested) {
+            panic!("the bench's request must be granted; refused: {denials:?}");
+        }
+        Self {
+            runtime,
+            token,
+            floor_key,
+            floor_validation,
+            verifier,
+            policy,
+            requested,
+            store,
+            _issuer: issuer,
+            _store_dir: store_dir,
+        }
+    }
+}
+
+fn policy_set() -> PolicySet {
+    let text = policy::yaml();
+    let set = PolicySet::parse(&[PolicyFile { path: "bench.yaml", text: &text }]).expect("the generated policy parses");
+    let roles = set.roles().count();
+    let rules: usize = set.roles().map(|role| role.allow.len() + role.deny.len()).sum();
+    let kinds = policy::ROLE_KINDS.len();
+    assert_eq!(roles, policy::REPOSITORIES * kinds);
+    assert_eq!(rules, roles * (policy::ALLOW_RULES_PER_ROLE + policy::DENY_RULES_PER_ROLE));
+    set
+}
+
+/// GitHub's documented token claims, as the integration tests read them from `shared/fixtures/`.
+fn github_fixture() -> Value {
+    let dir = std::env::var_os("CI_CREDS_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+    let path = dir.join("github-token-claims.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()));
+    serde_json::from_str(&text).expect("the fixture is JSON")
+}
