@@ -28,7 +28,7 @@ use ci_creds::job::{CiKind, Job};
 use ci_creds::lifecycle::LifecycleConfig;
 use ci_creds::net::HttpClient;
 use ci_creds::policy::{Decision, PolicyFile, PolicySet, Role};
-use ci_creds::store::{LeaseBegun, NewLease, Store};
+use ci_creds::store::{LeaseBegun, NewLease, SpentToken, Store};
 use criterion::Criterion;
 use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -112,13 +112,12 @@ fn bench_decision_path(criterion: &mut Criterion, f: &Fixture) {
     group.finish();
 }
 
-/// What `lifecycle/exchange.rs` writes before any backend is asked: the replay check, then one
-/// pending lease per granted role (refused if the job has ended).
+/// What `lifecycle/exchange.rs` writes before any backend is asked: one pending lease per
+/// granted role, the first in one transaction with the replay record (refused if the job has
+/// ended or the token was exchanged before).
 async fn record_before_minting(store: &Store, job: &Job, roles: &[&Role]) {
-    let first_use = store.record_exchange(&job.issuer, &job.token_id, job.expires_at).await.expect("store");
-    assert!(first_use, "token {} refused as a replay", job.token_id);
     let retention = LifecycleConfig::default().retention.as_secs() as i64;
-    for role in roles {
+    for (n, role) in roles.iter().enumerate() {
         let lease_id = uuid::Uuid::new_v4().to_string();
         let expires_at = ci_creds::store::now() + role.max_ttl.as_secs() as i64;
         let lease = NewLease {
@@ -130,6 +129,7 @@ async fn record_before_minting(store: &Store, job: &Job, roles: &[&Role]) {
             backend: role.backend.as_str(),
             expires_at,
             job_keep_until: expires_at.max(job.expires_at) + retention,
+            spends: (n == 0).then_some(SpentToken { token_id: &job.token_id, expires_at: job.expires_at }),
         };
         assert_eq!(store.begin_lease(&lease).await.expect("store"), LeaseBegun::Begun);
     }

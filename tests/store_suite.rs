@@ -6,7 +6,7 @@ mod support;
 use std::sync::Arc;
 
 use ci_creds::backends::RevokeHandle;
-use ci_creds::store::{EndOutcome, JobState, LeaseBegun, LeaseState, NewLease, Store, now};
+use ci_creds::store::{EndOutcome, JobState, LeaseBegun, LeaseState, NewLease, SpentToken, Store, now};
 use support::postgres::Postgres;
 
 /// A store under test, the URL to open it again, and what keeps its database alive.
@@ -58,6 +58,7 @@ on_every_store!(
     expires_and_prunes_what_has_run_out,
     two_workers_never_claim_the_same_task,
     confirms_many_revocations_in_one_write,
+    spends_a_token_with_its_first_lease_and_refuses_its_replay,
     a_job_ending_during_exchanges_leaves_no_active_lease,
 );
 
@@ -89,6 +90,7 @@ fn lease<'a>(id: &'a str, job_id: &'a str, expires_at: i64) -> NewLease<'a> {
         backend: "vault",
         expires_at,
         job_keep_until: expires_at + 3600,
+        spends: None,
     }
 }
 
@@ -258,4 +260,18 @@ async fn confirms_many_revocations_in_one_write(subject: Subject) {
     assert_eq!(state(&job1, "l3"), Some(LeaseState::Revoked));
     let job2 = store.leases_of_job("github", "2").await.unwrap();
     assert_eq!(state(&job2, "other"), Some(LeaseState::Active), "a lease not being revoked is left alone");
+}
+
+async fn spends_a_token_with_its_first_lease_and_refuses_its_replay(subject: Subject) {
+    let store = subject.store;
+    let far = now() + 3600;
+    let spends = Some(SpentToken { token_id: "jti:t1", expires_at: far });
+    let first = NewLease { spends, ..lease("l1", "42", far) };
+    assert_eq!(store.begin_lease(&first).await.unwrap(), LeaseBegun::Begun);
+    assert!(!store.record_exchange("github", "jti:t1", far).await.unwrap(), "the token is spent");
+
+    let replay = NewLease { spends, ..lease("l2", "43", far) };
+    assert_eq!(store.begin_lease(&replay).await.unwrap(), LeaseBegun::Replayed);
+    assert!(store.leases_of_job("github", "43").await.unwrap().is_empty(), "a replay writes no lease");
+    assert_eq!(store.count_jobs(JobState::Active).await.unwrap(), 1, "nor the replaying job");
 }

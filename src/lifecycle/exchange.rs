@@ -11,7 +11,7 @@ use crate::backends::{self, Backend, Credential, MintRequest, Minted, RevokeHand
 use crate::identity::token_sha256;
 use crate::job::Job;
 use crate::policy::{AWS_MIN_SESSION, BackendKind, Decision, Role};
-use crate::store::{LeaseBegun, LeaseState, NewLease};
+use crate::store::{LeaseBegun, LeaseState, NewLease, SpentToken};
 
 /// More roles than any job needs in one exchange; bounds the work one request can cause.
 pub const MAX_ROLES_PER_EXCHANGE: usize = 16;
@@ -103,13 +103,12 @@ impl Broker {
                 return Err(Error::Denied(denials));
             }
         };
-        if !self.store.record_exchange(&job.issuer, &job.token_id, job.expires_at).await? {
-            tracing::warn!(issuer = %job.issuer, job_id = %job.job_id, "token replayed");
-            return Err(Error::Replayed);
-        }
         let mut issued = Vec::with_capacity(roles.len());
-        for role in roles {
-            match self.mint(job, token_sha256, role, request.ttl).await {
+        for (n, role) in roles.into_iter().enumerate() {
+            // The token is spent with the first lease, in one transaction: a replay is refused
+            // before anything is minted, and a store failure leaves the token unspent.
+            let spends = (n == 0).then_some(SpentToken { token_id: &job.token_id, expires_at: job.expires_at });
+            match self.mint(job, token_sha256, role, request.ttl, spends).await {
                 Ok(credential) => issued.push(credential),
                 Err(error) => {
                     self.take_back(&issued).await;
@@ -131,6 +130,7 @@ impl Broker {
         token_sha256: &str,
         role: &Role,
         ttl: Option<Duration>,
+        spends: Option<SpentToken<'_>>,
     ) -> Result<IssuedCredential, Error> {
         let ttl = granted_ttl(role, ttl);
         let expires_at = OffsetDateTime::now_utc() + ttl;
@@ -147,10 +147,16 @@ impl Broker {
                 backend: role.backend.as_str(),
                 expires_at: expires_at.unix_timestamp(),
                 job_keep_until: keep_until,
+                spends,
             })
             .await?;
-        if begun == LeaseBegun::JobEnded {
-            return Err(Error::JobEnded);
+        match begun {
+            LeaseBegun::Begun => {}
+            LeaseBegun::Replayed => {
+                tracing::warn!(issuer = %job.issuer, job_id = %job.job_id, "token replayed");
+                return Err(Error::Replayed);
+            }
+            LeaseBegun::JobEnded => return Err(Error::JobEnded),
         }
         let started = std::time::Instant::now();
         let minted = self.mint_with_backend(job, role, ttl).await;

@@ -68,11 +68,24 @@ pub struct NewLease<'a> {
     pub expires_at: i64,
     /// Unix seconds until which the job's record must be kept (beyond its token's expiry).
     pub job_keep_until: i64,
+    /// The exchange's token, recorded as spent in the same transaction (with its first lease):
+    /// the replay check and the intent to mint commit together or not at all.
+    pub spends: Option<SpentToken<'a>>,
+}
+
+/// A token an exchange spends: its issuer is the lease's.
+#[derive(Clone, Copy, Debug)]
+pub struct SpentToken<'a> {
+    pub token_id: &'a str,
+    /// Unix seconds; the record is kept until then, as the token can be replayed until then.
+    pub expires_at: i64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LeaseBegun {
     Begun,
+    /// The token was exchanged before: nothing was written.
+    Replayed,
     /// The job has ended: nothing may be minted for it.
     JobEnded,
 }

@@ -3,6 +3,7 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+use super::replay::record_exchange_on;
 use super::{Error, Lease, LeaseBegun, LeaseState, NewLease, Store, now, now_ms};
 use crate::backends::RevokeHandle;
 
@@ -10,12 +11,18 @@ const LEASE_COLUMNS: &str = "id, issuer, job_id, role, backend, handle, state, e
                              revoke_requested_at, updated_at";
 
 impl Store {
-    /// Writes the intent to mint, before the backend is asked, unless the job has ended. The job
-    /// is recorded as seen in the same transaction, so an end racing with this exchange either
-    /// finds this lease (and revokes it) or is found by it.
+    /// Writes the intent to mint, before the backend is asked, unless the job has ended or the
+    /// token it spends was exchanged before. The job is recorded as seen in the same transaction,
+    /// so an end racing with this exchange either finds this lease (and revokes it) or is found
+    /// by it.
     pub async fn begin_lease(&self, lease: &NewLease<'_>) -> Result<LeaseBegun, Error> {
         let now = now();
         let mut tx = self.pool.begin().await?;
+        if let Some(token) = lease.spends
+            && !record_exchange_on(&mut *tx, lease.issuer, token.token_id, token.expires_at).await?
+        {
+            return Ok(LeaseBegun::Replayed);
+        }
         // DO UPDATE has no condition, so the upsert always writes the row and RETURNING always
         // yields the job's state as this transaction left it: one statement, not an upsert and a read.
         let state: String = sqlx::query_scalar(

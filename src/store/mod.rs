@@ -11,7 +11,7 @@ mod replay;
 
 pub use connect::{StoreConfig, StoreKind};
 pub use jobs::{EndOutcome, JobRecord, JobState};
-pub use lease::{Lease, LeaseBegun, LeaseState, NewLease};
+pub use lease::{Lease, LeaseBegun, LeaseState, NewLease, SpentToken};
 pub use lock::StoreLock;
 
 use sqlx::AnyPool;

@@ -1,21 +1,13 @@
 //! Tokens already exchanged.
 
+use sqlx::{Any, Executor};
+
 use super::{Error, Store};
 
 impl Store {
     /// Records that a token was exchanged. False when it already was: a replay.
     pub async fn record_exchange(&self, issuer: &str, token_id: &str, expires_at: i64) -> Result<bool, Error> {
-        let inserted = sqlx::query(
-            "INSERT INTO exchanged_tokens (issuer, token_id, expires_at) VALUES ($1, $2, $3)
-             ON CONFLICT (issuer, token_id) DO NOTHING",
-        )
-        .bind(issuer)
-        .bind(token_id)
-        .bind(expires_at)
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
-        Ok(inserted == 1)
+        record_exchange_on(&self.pool, issuer, token_id, expires_at).await
     }
 
     /// Forgets exchanged tokens that expired before `before` (unix seconds): they can no longer
@@ -28,4 +20,24 @@ impl Store {
             .rows_affected();
         Ok(deleted)
     }
+}
+
+/// [`Store::record_exchange`] on `executor`, e.g. inside a lease's transaction.
+pub(super) async fn record_exchange_on<'e>(
+    executor: impl Executor<'e, Database = Any>,
+    issuer: &str,
+    token_id: &str,
+    expires_at: i64,
+) -> Result<bool, Error> {
+    let inserted = sqlx::query(
+        "INSERT INTO exchanged_tokens (issuer, token_id, expires_at) VALUES ($1, $2, $3)
+         ON CONFLICT (issuer, token_id) DO NOTHING",
+    )
+    .bind(issuer)
+    .bind(token_id)
+    .bind(expires_at)
+    .execute(executor)
+    .await?
+    .rows_affected();
+    Ok(inserted == 1)
 }
