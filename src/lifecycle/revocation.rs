@@ -15,9 +15,11 @@ use crate::audit::{Event, JobRef};
 use crate::backends::{self, RevokeHandle};
 use crate::store::{Lease, now_ms};
 
-/// Revocations in flight at once; as each finishes, the next due task is claimed, so one slow
-/// backend call never holds up the rest.
+/// Revocations in flight at once. Slots are refilled as calls finish, not once a whole batch
+/// has, so one slow backend call never holds up the rest.
 const CONCURRENCY: usize = 64;
+/// More tasks are claimed once at most this many are in flight: claims come in batches.
+const REFILL_BELOW: usize = CONCURRENCY / 2;
 /// Due retries are picked up at least this often even when nothing wakes the worker.
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
 const FIRST_RETRY_MS: i64 = 1_000;
@@ -66,25 +68,33 @@ enum Attempt {
 /// Works the queue until the process ends.
 pub async fn run(broker: Arc<Broker>) {
     let mut in_flight = FuturesUnordered::new();
+    // Whether the queue may hold due tasks: at the start, after a wake-up or a poll, and while
+    // claims come back full. Otherwise a finished revocation does not cost a claim query.
+    let mut may_have_tasks = true;
     loop {
-        let free = CONCURRENCY - in_flight.len();
-        if free > 0 {
+        if may_have_tasks && in_flight.len() <= REFILL_BELOW {
+            let free = CONCURRENCY - in_flight.len();
             let claim_ms = broker.lifecycle.claim_timeout.as_millis() as i64;
             match broker.store.claim_revocations(free as i64, claim_ms).await {
                 Ok(claimed) => {
+                    may_have_tasks = claimed.len() == free;
                     for lease in claimed {
                         let broker = broker.clone();
                         in_flight.push(async move { broker.attempt_revocation(lease).await });
                     }
                 }
-                Err(error) => tracing::warn!(%error, "cannot claim revocation tasks; retrying"),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot claim revocation tasks; retrying");
+                    may_have_tasks = false;
+                }
             }
         }
-        if in_flight.is_empty() {
+        if in_flight.is_empty() && !may_have_tasks {
             tokio::select! {
                 _ = broker.revocations.wake.notified() => {}
                 _ = tokio::time::sleep(POLL_INTERVAL) => {}
             }
+            may_have_tasks = true;
             continue;
         }
         tokio::select! {
@@ -96,8 +106,8 @@ pub async fn run(broker: Arc<Broker>) {
                 }
                 broker.record_attempts(finished).await;
             }
-            _ = broker.revocations.wake.notified() => {}
-            _ = tokio::time::sleep(POLL_INTERVAL) => {}
+            _ = broker.revocations.wake.notified() => may_have_tasks = true,
+            _ = tokio::time::sleep(POLL_INTERVAL) => may_have_tasks = true,
         }
     }
 }

@@ -7,8 +7,9 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::MigrateError;
-use sqlx::{Connection, Executor};
+use sqlx::{AnyConnection, Connection, Executor};
 
+use super::writer::KeptWriter;
 use super::{Error, Store};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -81,7 +82,7 @@ impl Store {
         let kind = config.kind()?;
         let url = connection_url(config, kind, password)?;
         let options = AnyConnectOptions::from_str(&url)?;
-        let pool = pool_options(config, kind).connect_with(options).await?;
+        let pool = pool_options(config, kind).connect_with(options.clone()).await?;
         if kind == StoreKind::Sqlite {
             // Persistent in the file: readers never block the writer.
             let mut connection = pool.acquire().await?;
@@ -92,13 +93,29 @@ impl Store {
             MigrateError::VersionMissing(version) => Error::NewerSchema(version),
             other => Error::Migrate(other),
         })?;
-        Ok(Self { pool, kind })
+        let kept_writer = match kind {
+            StoreKind::Sqlite => {
+                let mut connection = AnyConnection::connect_with(&options).await?;
+                connection.execute(connection_settings(config, kind).as_str()).await?;
+                Some(KeptWriter::new(connection, Duration::from_secs(config.acquire_timeout_seconds)))
+            }
+            StoreKind::Postgres => None,
+        };
+        Ok(Self { pool, kept_writer, kind })
+    }
+}
+
+/// What every connection sets first.
+fn connection_settings(config: &StoreConfig, kind: StoreKind) -> String {
+    match kind {
+        StoreKind::Sqlite => "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;".to_owned(),
+        StoreKind::Postgres => format!("SET statement_timeout = '{}s'", config.statement_timeout_seconds),
     }
 }
 
 /// Pool limits and per-connection settings for `kind`.
 fn pool_options(config: &StoreConfig, kind: StoreKind) -> AnyPoolOptions {
-    let statement_timeout = config.statement_timeout_seconds;
+    let settings = connection_settings(config, kind);
     AnyPoolOptions::new()
         .max_connections(config.max_connections.unwrap_or(match kind {
             StoreKind::Sqlite => 8,
@@ -111,11 +128,8 @@ fn pool_options(config: &StoreConfig, kind: StoreKind) -> AnyPoolOptions {
         // acquire only adds a round trip to the connection's worker thread to every query.
         .test_before_acquire(kind == StoreKind::Postgres)
         .after_connect(move |connection, _| {
+            let settings = settings.clone();
             Box::pin(async move {
-                let settings = match kind {
-                    StoreKind::Sqlite => "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;".to_owned(),
-                    StoreKind::Postgres => format!("SET statement_timeout = '{statement_timeout}s'"),
-                };
                 connection.execute(settings.as_str()).await?;
                 Ok(())
             })

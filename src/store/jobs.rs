@@ -1,8 +1,8 @@
 //! Jobs: seen by an exchange, ended by a webhook or by the job itself.
 
 use serde::Serialize;
-use sqlx::Row;
 use sqlx::any::AnyRow;
+use sqlx::{Connection, Row};
 
 use super::{Error, Store, now, now_ms};
 
@@ -58,7 +58,8 @@ impl Store {
         keep_until: i64,
     ) -> Result<EndOutcome, Error> {
         let (now, now_ms) = (now(), now_ms());
-        let mut tx = self.pool.begin().await?;
+        let mut writer = self.writer().await?;
+        let mut tx = writer.begin().await?;
         if let Some((source, delivery_id)) = delivery {
             let fresh = sqlx::query(
                 "INSERT INTO webhook_deliveries (source, delivery_id, received_at) VALUES ($1, $2, $3)
@@ -131,17 +132,18 @@ impl Store {
 
     /// Forgets jobs past their retention that hold no lease any more, and old webhook deliveries.
     pub async fn prune_jobs(&self, now: i64, deliveries_before: i64) -> Result<u64, Error> {
+        let mut writer = self.writer().await?;
         let jobs = sqlx::query(
             "DELETE FROM jobs WHERE keep_until < $1 AND NOT EXISTS
                  (SELECT 1 FROM leases l WHERE l.issuer = jobs.issuer AND l.job_id = jobs.job_id)",
         )
         .bind(now)
-        .execute(&self.pool)
+        .execute(&mut *writer)
         .await?
         .rows_affected();
         sqlx::query("DELETE FROM webhook_deliveries WHERE received_at < $1")
             .bind(deliveries_before)
-            .execute(&self.pool)
+            .execute(&mut *writer)
             .await?;
         Ok(jobs)
     }

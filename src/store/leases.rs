@@ -1,7 +1,7 @@
 //! Leases, and the revocation queue kept on them: a lease in state `revoking` is a task.
 
-use sqlx::Row;
 use sqlx::any::AnyRow;
+use sqlx::{Connection, Row};
 
 use super::replay::record_exchange_on;
 use super::{Error, Lease, LeaseBegun, LeaseState, NewLease, Store, now, now_ms};
@@ -17,7 +17,8 @@ impl Store {
     /// by it.
     pub async fn begin_lease(&self, lease: &NewLease<'_>) -> Result<LeaseBegun, Error> {
         let now = now();
-        let mut tx = self.pool.begin().await?;
+        let mut writer = self.writer().await?;
+        let mut tx = writer.begin().await?;
         if let Some(token) = lease.spends
             && !record_exchange_on(&mut *tx, lease.issuer, token.token_id, token.expires_at).await?
         {
@@ -74,7 +75,7 @@ impl Store {
         .bind(handle)
         .bind(now())
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.writer().await?)
         .await?;
         let state = state.ok_or_else(|| Error::Corrupt(format!("lease {id} vanished")))?;
         state.parse().map_err(Error::Corrupt)
@@ -89,7 +90,7 @@ impl Store {
         .bind(now_ms())
         .bind(now())
         .bind(id)
-        .execute(&self.pool)
+        .execute(&mut *self.writer().await?)
         .await?;
         Ok(())
     }
@@ -99,7 +100,7 @@ impl Store {
             .bind(state.as_str())
             .bind(now())
             .bind(id)
-            .execute(&self.pool)
+            .execute(&mut *self.writer().await?)
             .await?;
         Ok(())
     }
@@ -140,7 +141,7 @@ impl Store {
             .bind(now_ms)
             .bind(now_ms)
             .bind(limit)
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.writer().await?)
             .await?;
         rows.iter().map(lease_from_row).collect()
     }
@@ -149,7 +150,7 @@ impl Store {
     /// store), at its start: claims still held then belonged to a process that died.
     pub async fn release_claims(&self) -> Result<u64, Error> {
         let released = sqlx::query("UPDATE leases SET claimed_until = 0 WHERE claimed_until > 0")
-            .execute(&self.pool)
+            .execute(&mut *self.writer().await?)
             .await?
             .rows_affected();
         Ok(released)
@@ -172,7 +173,7 @@ impl Store {
         for id in ids {
             query = query.bind(*id);
         }
-        query.execute(&self.pool).await?;
+        query.execute(&mut *self.writer().await?).await?;
         Ok(())
     }
 
@@ -187,7 +188,7 @@ impl Store {
         .bind(next_attempt_at)
         .bind(now())
         .bind(id)
-        .execute(&self.pool)
+        .execute(&mut *self.writer().await?)
         .await?;
         Ok(())
     }
@@ -211,7 +212,7 @@ impl Store {
         .bind(now)
         .bind(now)
         .bind(now - revoking_grace)
-        .execute(&self.pool)
+        .execute(&mut *self.writer().await?)
         .await?
         .rows_affected();
         Ok(expired)
@@ -222,7 +223,7 @@ impl Store {
         let deleted =
             sqlx::query("DELETE FROM leases WHERE state IN ('revoked', 'expired', 'failed') AND updated_at < $1")
                 .bind(before)
-                .execute(&self.pool)
+                .execute(&mut *self.writer().await?)
                 .await?
                 .rows_affected();
         Ok(deleted)

@@ -8,6 +8,7 @@ mod lease;
 mod leases;
 mod lock;
 mod replay;
+mod writer;
 
 pub use connect::{StoreConfig, StoreKind};
 pub use jobs::{EndOutcome, JobRecord, JobState};
@@ -33,7 +34,10 @@ pub enum Error {
 
 #[derive(Clone)]
 pub struct Store {
+    /// Reads, and on PostgreSQL writes too.
     pool: AnyPool,
+    /// SQLite: the one connection writes go through (see `writer.rs`).
+    kept_writer: Option<writer::KeptWriter>,
     kind: StoreKind,
 }
 

@@ -7,7 +7,7 @@ use super::{Error, Store};
 impl Store {
     /// Records that a token was exchanged. False when it already was: a replay.
     pub async fn record_exchange(&self, issuer: &str, token_id: &str, expires_at: i64) -> Result<bool, Error> {
-        record_exchange_on(&self.pool, issuer, token_id, expires_at).await
+        record_exchange_on(&mut *self.writer().await?, issuer, token_id, expires_at).await
     }
 
     /// Forgets exchanged tokens that expired before `before` (unix seconds): they can no longer
@@ -15,7 +15,7 @@ impl Store {
     pub async fn prune_exchanged_tokens(&self, before: i64) -> Result<u64, Error> {
         let deleted = sqlx::query("DELETE FROM exchanged_tokens WHERE expires_at < $1")
             .bind(before)
-            .execute(&self.pool)
+            .execute(&mut *self.writer().await?)
             .await?
             .rows_affected();
         Ok(deleted)
