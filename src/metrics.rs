@@ -53,6 +53,8 @@ struct Installed {
 
 static INSTALLED: OnceLock<Installed> = OnceLock::new();
 
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
 /// Installs the process-wide recorder; once per process.
 pub fn install(config: &MetricsConfig) -> Result<(), Error> {
     let recorder = PrometheusBuilder::new()
@@ -66,6 +68,18 @@ pub fn install(config: &MetricsConfig) -> Result<(), Error> {
     INSTALLED.set(Installed { handle, repositories }).map_err(|_| Error::Install("installed twice".into()))?;
     describe();
     Ok(())
+}
+
+/// Histogram samples wait in the recorder until they are drained, by a scrape or by upkeep: a
+/// broker nobody scrapes would otherwise grow by every sample it records.
+pub async fn upkeep() {
+    let mut ticker = tokio::time::interval(UPKEEP_INTERVAL);
+    loop {
+        ticker.tick().await;
+        if let Some(installed) = INSTALLED.get() {
+            installed.handle.run_upkeep();
+        }
+    }
 }
 
 fn describe() {

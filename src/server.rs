@@ -123,6 +123,7 @@ pub async fn serve(config: Config) -> Result<(), Error> {
     let listener =
         TcpListener::bind(config.listen).await.map_err(|source| Error::Listen { addr: config.listen, source })?;
     let addr = listener.local_addr().map_err(Error::Serve)?;
+    tokio::spawn(crate::metrics::upkeep());
     tokio::spawn(revocation::run(broker.clone()));
     tokio::spawn(sweeper::run(broker.clone()));
     tracing::info!(%addr, roles = broker.policy.roles().count(), "ci-creds listening");

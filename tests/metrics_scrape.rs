@@ -124,3 +124,19 @@ async fn counts_what_really_happened() {
         assert!(!text.contains(forbidden), "a label carries `{forbidden}`");
     }
 }
+
+/// The broker drains histogram samples every few seconds, also when nobody scrapes (else it
+/// would keep every sample; the soak benchmark shows the memory). What that upkeep drained must
+/// still be counted at the next scrape.
+#[tokio::test(flavor = "multi_thread")]
+async fn histograms_drained_without_a_scrape_are_still_counted() {
+    let stack = Stack::start().await;
+    let token = github_token(&stack.github, |_| {});
+    assert_eq!(stack.broker.exchange(&token, &json!({"roles": ["read-config"]})).await.0, 200);
+    // Longer than the broker's 5 s upkeep interval: it has run at least once before this scrape.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let samples = parse(&stack.broker.get_text("/metrics").await.1);
+    assert_eq!(value(&samples, "ci_creds_exchange_duration_seconds_count", &[("outcome", "granted")]), 1.0);
+    let backend = [("backend", "vault"), ("operation", "mint")];
+    assert_eq!(value(&samples, "ci_creds_backend_request_duration_seconds_count", &backend), 1.0);
+}
