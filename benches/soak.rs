@@ -216,7 +216,14 @@ async fn report(soak: Arc<Soak>, samples: Arc<Mutex<Vec<Sample>>>, started: Inst
     loop {
         ticker.tick().await;
         let sample = Sample::take(&soak.broker, started, soak.done.load(Ordering::Relaxed)).await;
-        println!("{sample}");
+        let mut windows = soak.windows.lock().await.clone();
+        windows.sort();
+        if windows.is_empty() {
+            println!("{sample}");
+        } else {
+            let (p50, p99) = (percentile(&windows, 0.50), percentile(&windows, 0.99));
+            println!("{sample} exposure p50={:.0}ms p99={:.0}ms", p50.as_secs_f64() * 1e3, p99.as_secs_f64() * 1e3);
+        }
         samples.lock().await.push(sample);
     }
 }
