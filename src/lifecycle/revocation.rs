@@ -58,8 +58,8 @@ pub fn retry_delay_ms(attempts: i64) -> i64 {
 
 /// One claimed task after its backend call.
 enum Attempt {
-    Revoked(Lease),
-    Failed(Lease, backends::Error),
+    Revoked(Lease, RevokeHandle),
+    Failed(Lease, RevokeHandle, backends::Error),
     /// Not tried (no handle yet, or the AWS lock was not had): the claim lapses and it is
     /// tried again.
     Skipped,
@@ -113,10 +113,10 @@ pub async fn run(broker: Arc<Broker>) {
 }
 
 impl Broker {
-    async fn attempt_revocation(&self, lease: Lease) -> Attempt {
-        let Some(handle) = &lease.handle else { return Attempt::Skipped };
+    async fn attempt_revocation(&self, mut lease: Lease) -> Attempt {
+        let Some(handle) = lease.handle.take() else { return Attempt::Skipped };
         // An AWS deny list is read-modify-written in IAM: one broker at a time, across replicas.
-        let lock = match handle {
+        let lock = match &handle {
             RevokeHandle::Aws { .. } => match self.store.lock(AWS_DENY_LISTS_LOCK).await {
                 Ok(lock) => Some(lock),
                 Err(error) => {
@@ -127,12 +127,12 @@ impl Broker {
             RevokeHandle::Vault { .. } => None,
         };
         let started = std::time::Instant::now();
-        let revoked = self.backends.revoke(handle).await;
+        let revoked = self.backends.revoke(&handle).await;
         drop(lock);
         crate::metrics::backend_call(&lease.backend, "revoke", started.elapsed(), revoked.is_ok());
         match revoked {
-            Ok(()) => Attempt::Revoked(lease),
-            Err(error) => Attempt::Failed(lease, error),
+            Ok(()) => Attempt::Revoked(lease, handle),
+            Err(error) => Attempt::Failed(lease, handle, error),
         }
     }
 
@@ -140,46 +140,44 @@ impl Broker {
         let mut revoked = Vec::with_capacity(attempts.len());
         for attempt in attempts {
             match attempt {
-                Attempt::Revoked(lease) => revoked.push(lease),
-                Attempt::Failed(lease, error) => self.record_failure(&lease, &error).await,
+                Attempt::Revoked(lease, handle) => revoked.push((lease, handle)),
+                Attempt::Failed(lease, handle, error) => self.record_failure(&lease, &handle, &error).await,
                 Attempt::Skipped => {}
             }
         }
-        let ids: Vec<&str> = revoked.iter().map(|lease| lease.id.as_str()).collect();
+        let ids: Vec<&str> = revoked.iter().map(|(lease, _)| lease.id.as_str()).collect();
         if let Err(error) = self.store.confirm_revocations(&ids).await {
             // Revoked at the backend; the claims lapse and the next attempts confirm them.
             tracing::warn!(leases = ids.len(), %error, "revoked, but cannot record it yet");
             return;
         }
-        for lease in &revoked {
-            self.record_confirmed(lease);
+        for (lease, handle) in &revoked {
+            self.record_confirmed(lease, handle);
         }
     }
 
-    fn record_confirmed(&self, lease: &Lease) {
+    fn record_confirmed(&self, lease: &Lease, handle: &RevokeHandle) {
         self.revocations.stats.done.fetch_add(1, Ordering::Relaxed);
         let exposure_ms = lease.revoke_requested_at.map(|at| now_ms() - at);
         if let Some(exposure_ms) = exposure_ms {
             crate::metrics::exposure_window(exposure_ms);
         }
-        if let Some(handle) = &lease.handle {
-            self.audit.record(&Event::RevocationConfirmed {
-                job: JobRef { issuer: &lease.issuer, job_id: &lease.job_id },
-                role: &lease.role,
-                lease_id: &lease.id,
-                backend: &lease.backend,
-                handle,
-                attempts: lease.attempts + 1,
-                exposure_ms,
-            });
-        }
+        self.audit.record(&Event::RevocationConfirmed {
+            job: JobRef { issuer: &lease.issuer, job_id: &lease.job_id },
+            role: &lease.role,
+            lease_id: &lease.id,
+            backend: &lease.backend,
+            handle,
+            attempts: lease.attempts + 1,
+            exposure_ms,
+        });
         tracing::info!(
             lease_id = %lease.id, issuer = %lease.issuer, job_id = %lease.job_id, role = %lease.role,
             attempts = lease.attempts + 1, exposure_ms, "revocation confirmed"
         );
     }
 
-    async fn record_failure(&self, lease: &Lease, error: &backends::Error) {
+    async fn record_failure(&self, lease: &Lease, handle: &RevokeHandle, error: &backends::Error) {
         let attempts = lease.attempts + 1;
         let delay = retry_delay_ms(attempts);
         let reason = error.to_string();
@@ -187,18 +185,16 @@ impl Broker {
             tracing::warn!(lease_id = %lease.id, %error, "cannot record a failed revocation attempt");
         }
         self.revocations.stats.retried.fetch_add(1, Ordering::Relaxed);
-        if let Some(handle) = &lease.handle {
-            self.audit.record(&Event::RevocationFailed {
-                job: JobRef { issuer: &lease.issuer, job_id: &lease.job_id },
-                role: &lease.role,
-                lease_id: &lease.id,
-                backend: &lease.backend,
-                handle,
-                attempts,
-                retry_in_ms: delay,
-                error: &reason,
-            });
-        }
+        self.audit.record(&Event::RevocationFailed {
+            job: JobRef { issuer: &lease.issuer, job_id: &lease.job_id },
+            role: &lease.role,
+            lease_id: &lease.id,
+            backend: &lease.backend,
+            handle,
+            attempts,
+            retry_in_ms: delay,
+            error: &reason,
+        });
         tracing::warn!(
             lease_id = %lease.id, issuer = %lease.issuer, job_id = %lease.job_id, role = %lease.role,
             attempts, retry_in_ms = delay, error = %reason, "revocation failed; will retry"
