@@ -7,29 +7,7 @@ use std::sync::Arc;
 
 use ci_creds::backends::RevokeHandle;
 use ci_creds::store::{EndOutcome, JobState, LeaseBegun, LeaseState, NewLease, SpentToken, Store, now};
-use support::postgres::Postgres;
-
-/// A store under test, the URL to open it again, and what keeps its database alive.
-struct Subject {
-    store: Store,
-    url: String,
-    _database: Box<dyn std::any::Any + Send>,
-}
-
-async fn sqlite() -> Subject {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("store.db").display());
-    let store = Store::connect(&url).await.expect("creates the database");
-    Subject { store, url, _database: Box::new(dir) }
-}
-
-async fn postgres() -> Subject {
-    let postgres = Postgres::start().await;
-    postgres.create_database("ci_creds").await;
-    let url = postgres.url("ci_creds");
-    let store = Store::connect(&url).await.expect("migrates the database");
-    Subject { store, url, _database: Box::new(postgres) }
-}
+use support::store::{Subject, postgres, sqlite};
 
 macro_rules! on_every_store {
     ($($test:ident),* $(,)?) => {

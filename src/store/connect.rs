@@ -9,7 +9,8 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::MigrateError;
 use sqlx::{AnyConnection, Connection, Executor};
 
-use super::writer::KeptWriter;
+use super::group_commit::GroupCommit;
+use super::writer::Writers;
 use super::{Error, Store};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -93,15 +94,16 @@ impl Store {
             MigrateError::VersionMissing(version) => Error::NewerSchema(version),
             other => Error::Migrate(other),
         })?;
-        let kept_writer = match kind {
+        let writers = match kind {
             StoreKind::Sqlite => {
                 let mut connection = AnyConnection::connect_with(&options).await?;
                 connection.execute(connection_settings(config, kind).as_str()).await?;
-                Some(KeptWriter::new(connection, Duration::from_secs(config.acquire_timeout_seconds)))
+                Writers::kept(pool.clone(), connection, Duration::from_secs(config.acquire_timeout_seconds))
             }
-            StoreKind::Postgres => None,
+            StoreKind::Postgres => Writers::pooled(pool.clone()),
         };
-        Ok(Self { pool, kept_writer, kind })
+        let group_commit = GroupCommit::start(writers.clone());
+        Ok(Self { pool, writers, group_commit, kind })
     }
 }
 

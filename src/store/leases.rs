@@ -1,9 +1,8 @@
 //! Leases, and the revocation queue kept on them: a lease in state `revoking` is a task.
 
+use sqlx::Row;
 use sqlx::any::AnyRow;
-use sqlx::{Connection, Row};
 
-use super::replay::record_exchange_on;
 use super::{Error, Lease, LeaseBegun, LeaseState, NewLease, Store, now, now_ms};
 use crate::backends::RevokeHandle;
 
@@ -14,71 +13,17 @@ impl Store {
     /// Writes the intent to mint, before the backend is asked, unless the job has ended or the
     /// token it spends was exchanged before. The job is recorded as seen in the same transaction,
     /// so an end racing with this exchange either finds this lease (and revokes it) or is found
-    /// by it.
+    /// by it. Committed together with concurrent exchanges' writes.
     pub async fn begin_lease(&self, lease: &NewLease<'_>) -> Result<LeaseBegun, Error> {
-        let now = now();
-        let mut writer = self.writer().await?;
-        let mut tx = writer.begin().await?;
-        if let Some(token) = lease.spends
-            && !record_exchange_on(&mut *tx, lease.issuer, token.token_id, token.expires_at).await?
-        {
-            return Ok(LeaseBegun::Replayed);
-        }
-        // DO UPDATE has no condition, so the upsert always writes the row and RETURNING always
-        // yields the job's state as this transaction left it: one statement, not an upsert and a read.
-        let state: String = sqlx::query_scalar(
-            "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until)
-             VALUES ($1, $2, $3, 'active', $4, $5)
-             ON CONFLICT (issuer, job_id) DO UPDATE SET
-                 repository = COALESCE(jobs.repository, excluded.repository),
-                 keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END
-             RETURNING state",
-        )
-        .bind(lease.issuer)
-        .bind(lease.job_id)
-        .bind(lease.repository)
-        .bind(now)
-        .bind(lease.job_keep_until)
-        .fetch_one(&mut *tx)
-        .await?;
-        if state == "ended" {
-            return Ok(LeaseBegun::JobEnded);
-        }
-        sqlx::query(
-            "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, NULL, 'pending', $6, $7, $8)",
-        )
-        .bind(lease.id)
-        .bind(lease.issuer)
-        .bind(lease.job_id)
-        .bind(lease.role)
-        .bind(lease.backend)
-        .bind(now)
-        .bind(lease.expires_at)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(LeaseBegun::Begun)
+        self.group_commit.begin_lease(lease).await
     }
 
     /// Records the handle of a minted credential. A pending lease becomes active; a lease whose
     /// job ended meanwhile stays `revoking`, now with the handle the queue needs. Returns the
-    /// lease's state afterwards.
+    /// lease's state afterwards. Committed together with concurrent exchanges' writes.
     pub async fn activate_lease(&self, id: &str, handle: &RevokeHandle) -> Result<LeaseState, Error> {
         let handle = serde_json::to_string(handle).map_err(|e| Error::Corrupt(e.to_string()))?;
-        let state: Option<String> = sqlx::query_scalar(
-            "UPDATE leases SET handle = $1, updated_at = $2,
-                 state = CASE WHEN state = 'pending' THEN 'active' ELSE state END
-             WHERE id = $3 RETURNING state",
-        )
-        .bind(handle)
-        .bind(now())
-        .bind(id)
-        .fetch_optional(&mut *self.writer().await?)
-        .await?;
-        let state = state.ok_or_else(|| Error::Corrupt(format!("lease {id} vanished")))?;
-        state.parse().map_err(Error::Corrupt)
+        self.group_commit.activate_lease(id, handle).await
     }
 
     /// Queues one lease for revocation (e.g. minted for an exchange that then failed).

@@ -3,14 +3,18 @@
 //! `$N` parameters) for SQLite, the embedded default, and PostgreSQL, for several replicas.
 
 mod connect;
+mod group_commit;
 mod jobs;
 mod lease;
+mod lease_batch;
+mod lease_writes;
 mod leases;
 mod lock;
 mod replay;
 mod writer;
 
 pub use connect::{StoreConfig, StoreKind};
+pub use group_commit::GroupCommitStats;
 pub use jobs::{EndOutcome, JobRecord, JobState};
 pub use lease::{Lease, LeaseBegun, LeaseState, NewLease, SpentToken};
 pub use lock::StoreLock;
@@ -36,14 +40,20 @@ pub enum Error {
 pub struct Store {
     /// Reads, and on PostgreSQL writes too.
     pool: AnyPool,
-    /// SQLite: the one connection writes go through (see `writer.rs`).
-    kept_writer: Option<writer::KeptWriter>,
+    /// The connection each write goes through (see `writer.rs`).
+    writers: writer::Writers,
+    /// The exchange's writes, committed together with concurrent exchanges' (see `group_commit.rs`).
+    group_commit: group_commit::GroupCommit,
     kind: StoreKind,
 }
 
 impl Store {
     pub fn kind(&self) -> StoreKind {
         self.kind
+    }
+
+    pub fn group_commit_stats(&self) -> GroupCommitStats {
+        self.group_commit.stats()
     }
 
     pub async fn ping(&self) -> Result<(), Error> {

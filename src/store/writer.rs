@@ -9,23 +9,25 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::AnyConnection;
 use sqlx::pool::PoolConnection;
+use sqlx::{AnyConnection, AnyPool};
 use tokio::sync::{Mutex, MutexGuard};
 
 use super::{Error, Store};
 
-/// The SQLite connection kept for writing, and how long a write may wait for its turn.
+/// Hands out the connection to write on: shared by the store and its group-commit task.
 #[derive(Clone)]
-pub(super) struct KeptWriter {
-    connection: Arc<Mutex<AnyConnection>>,
-    wait: Duration,
+pub(super) struct Writers {
+    pool: AnyPool,
+    /// SQLite only.
+    kept: Option<KeptWriter>,
 }
 
-impl KeptWriter {
-    pub(super) fn new(connection: AnyConnection, wait: Duration) -> Self {
-        Self { connection: Arc::new(Mutex::new(connection)), wait }
-    }
+/// The SQLite connection kept for writing, and how long a write may wait for its turn.
+#[derive(Clone)]
+struct KeptWriter {
+    connection: Arc<Mutex<AnyConnection>>,
+    wait: Duration,
 }
 
 /// A connection to write on, for as long as it is held.
@@ -34,17 +36,31 @@ pub(super) enum Writer<'a> {
     Kept(MutexGuard<'a, AnyConnection>),
 }
 
-impl Store {
+impl Writers {
+    pub(super) fn pooled(pool: AnyPool) -> Self {
+        Self { pool, kept: None }
+    }
+
+    pub(super) fn kept(pool: AnyPool, connection: AnyConnection, wait: Duration) -> Self {
+        Self { pool, kept: Some(KeptWriter { connection: Arc::new(Mutex::new(connection)), wait }) }
+    }
+
     /// The connection for one write or one write transaction. Waits like a pool acquire: at most
     /// the configured acquire timeout, then the store is unavailable.
-    pub(super) async fn writer(&self) -> Result<Writer<'_>, Error> {
-        match &self.kept_writer {
+    pub(super) async fn acquire(&self) -> Result<Writer<'_>, Error> {
+        match &self.kept {
             Some(kept) => match tokio::time::timeout(kept.wait, kept.connection.lock()).await {
                 Ok(connection) => Ok(Writer::Kept(connection)),
                 Err(_) => Err(Error::Unavailable(sqlx::Error::PoolTimedOut)),
             },
             None => Ok(Writer::Pooled(self.pool.acquire().await?)),
         }
+    }
+}
+
+impl Store {
+    pub(super) async fn writer(&self) -> Result<Writer<'_>, Error> {
+        self.writers.acquire().await
     }
 }
 

@@ -10,6 +10,7 @@ pub mod moto;
 pub mod postgres;
 pub mod proxy;
 pub mod stack;
+pub mod store;
 pub mod webhooks;
 
 use std::net::TcpListener;

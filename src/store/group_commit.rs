@@ -1,0 +1,210 @@
+//! Group commit for the exchange's writes. Concurrent exchanges hand their writes (a lease
+//! begun, a lease activated) to one task, which commits whatever queued up meanwhile in one
+//! transaction of multi-row statements (`lease_batch.rs`). Every statement is a round trip (on
+//! SQLite to the connection's worker thread, on PostgreSQL to the server), so a batch costs about
+//! what one exchange's writes cost alone. An exchange still waits for its own write to commit: a
+//! lease is durable before anything is minted.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::{mpsc, oneshot};
+
+use super::lease_batch::{self, Activation};
+use super::writer::{Writer, Writers};
+use super::{Error, LeaseBegun, LeaseState, NewLease, SpentToken, lease_writes};
+
+/// The most writes one transaction takes; also bounds a statement's parameters (8 per lease).
+const MAX_BATCH: usize = 128;
+/// Writes waiting beyond this make exchanges wait to queue theirs.
+const QUEUE: usize = 1024;
+
+#[derive(Clone)]
+pub(super) struct GroupCommit {
+    queue: mpsc::Sender<Write>,
+    counters: Arc<Counters>,
+}
+
+/// How the exchange's writes were committed since the store was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupCommitStats {
+    /// Transactions that committed more than one write.
+    pub batches: u64,
+    /// Writes those transactions committed.
+    pub batched_writes: u64,
+    /// Batches that failed as a whole, whose writes were then committed one by one.
+    pub batches_failed: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    batches: AtomicU64,
+    batched_writes: AtomicU64,
+    batches_failed: AtomicU64,
+}
+
+enum Write {
+    Begin { lease: QueuedLease, reply: oneshot::Sender<Result<LeaseBegun, Error>> },
+    Activate { id: String, handle: String, reply: oneshot::Sender<Result<LeaseState, Error>> },
+}
+
+impl GroupCommit {
+    /// Starts the committing task; it ends once every handle to the store is dropped.
+    pub(super) fn start(writers: Writers) -> Self {
+        let (queue, writes) = mpsc::channel(QUEUE);
+        let counters = Arc::new(Counters::default());
+        tokio::spawn(commit_as_they_come(writers, writes, counters.clone()));
+        Self { queue, counters }
+    }
+
+    pub(super) fn stats(&self) -> GroupCommitStats {
+        GroupCommitStats {
+            batches: self.counters.batches.load(Ordering::Relaxed),
+            batched_writes: self.counters.batched_writes.load(Ordering::Relaxed),
+            batches_failed: self.counters.batches_failed.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(super) async fn begin_lease(&self, lease: &NewLease<'_>) -> Result<LeaseBegun, Error> {
+        let (reply, answer) = oneshot::channel();
+        self.queue.send(Write::Begin { lease: QueuedLease::from(lease), reply }).await.map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    pub(super) async fn activate_lease(&self, id: &str, handle: String) -> Result<LeaseState, Error> {
+        let (reply, answer) = oneshot::channel();
+        self.queue.send(Write::Activate { id: id.to_owned(), handle, reply }).await.map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+fn stopped() -> Error {
+    Error::Unavailable(sqlx::Error::PoolClosed)
+}
+
+async fn commit_as_they_come(writers: Writers, mut writes: mpsc::Receiver<Write>, counters: Arc<Counters>) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while writes.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        match writers.acquire().await {
+            Ok(mut writer) => commit(&mut writer, &mut batch, &counters).await,
+            Err(error) => {
+                for write in batch.drain(..) {
+                    write.fail(same_failure(&error));
+                }
+            }
+        }
+    }
+}
+
+/// Commits `batch` together; if that fails, each write alone, so one write's failure is its own.
+async fn commit(writer: &mut Writer<'_>, batch: &mut Vec<Write>, counters: &Counters) {
+    if batch.len() > 1 {
+        let mut begins = Vec::new();
+        let mut activations = Vec::new();
+        for write in batch.iter() {
+            match write {
+                Write::Begin { lease, .. } => begins.push(lease.as_new_lease()),
+                Write::Activate { id, handle, .. } => activations.push(Activation { id, handle }),
+            }
+        }
+        match lease_batch::begin_and_activate(writer, &begins, &activations).await {
+            Ok(outcomes) => {
+                counters.batches.fetch_add(1, Ordering::Relaxed);
+                counters.batched_writes.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                let mut begun = outcomes.begun.into_iter();
+                let mut activated = outcomes.activated.into_iter();
+                for write in batch.drain(..) {
+                    match write {
+                        Write::Begin { reply, .. } => _ = reply.send(begun.next().ok_or_else(lost)),
+                        Write::Activate { reply, .. } => {
+                            _ = reply.send(activated.next().unwrap_or_else(|| Err(lost())))
+                        }
+                    }
+                }
+                return;
+            }
+            Err(error) => {
+                counters.batches_failed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(%error, writes = batch.len(), "a group commit failed; committing its writes one by one");
+            }
+        }
+    }
+    // A reply nobody waits for any more (the request was dropped) is of no consequence: the
+    // write stands, as it would had the request gone on.
+    for write in batch.drain(..) {
+        match write {
+            Write::Begin { lease, reply } => {
+                _ = reply.send(lease_writes::begin_lease(writer, &lease.as_new_lease()).await);
+            }
+            Write::Activate { id, handle, reply } => {
+                _ = reply.send(lease_writes::activate_lease(writer, &id, &handle).await);
+            }
+        }
+    }
+}
+
+fn lost() -> Error {
+    Error::Corrupt("a batched write lost its outcome".into())
+}
+
+impl Write {
+    fn fail(self, error: Error) {
+        match self {
+            Self::Begin { reply, .. } => _ = reply.send(Err(error)),
+            Self::Activate { reply, .. } => _ = reply.send(Err(error)),
+        }
+    }
+}
+
+/// The failure to take the writer, once per write of the batch (sqlx's errors cannot be cloned).
+fn same_failure(error: &Error) -> Error {
+    match error {
+        Error::Unavailable(sqlx::Error::PoolTimedOut) => Error::Unavailable(sqlx::Error::PoolTimedOut),
+        other => Error::Unavailable(sqlx::Error::Io(std::io::Error::other(other.to_string()))),
+    }
+}
+
+/// A [`NewLease`] that owns its fields, to wait in the queue.
+struct QueuedLease {
+    id: String,
+    issuer: String,
+    job_id: String,
+    repository: String,
+    role: String,
+    backend: String,
+    expires_at: i64,
+    job_keep_until: i64,
+    spends: Option<(String, i64)>,
+}
+
+impl From<&NewLease<'_>> for QueuedLease {
+    fn from(lease: &NewLease<'_>) -> Self {
+        Self {
+            id: lease.id.to_owned(),
+            issuer: lease.issuer.to_owned(),
+            job_id: lease.job_id.to_owned(),
+            repository: lease.repository.to_owned(),
+            role: lease.role.to_owned(),
+            backend: lease.backend.to_owned(),
+            expires_at: lease.expires_at,
+            job_keep_until: lease.job_keep_until,
+            spends: lease.spends.map(|token| (token.token_id.to_owned(), token.expires_at)),
+        }
+    }
+}
+
+impl QueuedLease {
+    fn as_new_lease(&self) -> NewLease<'_> {
+        NewLease {
+            id: &self.id,
+            issuer: &self.issuer,
+            job_id: &self.job_id,
+            repository: &self.repository,
+            role: &self.role,
+            backend: &self.backend,
+            expires_at: self.expires_at,
+            job_keep_until: self.job_keep_until,
+            spends: self.spends.as_ref().map(|(token_id, expires_at)| SpentToken { token_id, expires_at: *expires_at }),
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! The exchange's writes for many leases at once, in one transaction of multi-row statements,
+//! with the outcome each write would have had alone, in the order given (`lease_writes.rs`).
+//! Rows are written in key order, so that concurrent batches on PostgreSQL lock them in the
+//! same order. Placeholders are numbered here: sqlx's `QueryBuilder` writes `?` for the `Any`
+//! driver, which PostgreSQL refuses.
+
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+
+use sqlx::{AnyConnection, Connection, Row};
+
+use super::lease_writes::vanished;
+use super::{Error, LeaseBegun, LeaseState, NewLease, now};
+
+/// A lease to activate: its id and its handle as stored (JSON).
+pub(super) struct Activation<'a> {
+    pub id: &'a str,
+    pub handle: &'a str,
+}
+
+pub(super) struct Outcomes {
+    pub begun: Vec<LeaseBegun>,
+    pub activated: Vec<Result<LeaseState, Error>>,
+}
+
+/// Begins `begins` and activates `activations`, in one transaction: all of it or none.
+pub(super) async fn begin_and_activate(
+    connection: &mut AnyConnection,
+    begins: &[NewLease<'_>],
+    activations: &[Activation<'_>],
+) -> Result<Outcomes, Error> {
+    let now = now();
+    let mut tx = connection.begin().await?;
+    let begun = begin_leases(&mut tx, begins, now).await?;
+    let activated = activate_leases(&mut tx, activations, now).await?;
+    tx.commit().await?;
+    Ok(Outcomes { begun, activated })
+}
+
+type Key<'a> = (&'a str, &'a str);
+
+async fn begin_leases(tx: &mut AnyConnection, leases: &[NewLease<'_>], now: i64) -> Result<Vec<LeaseBegun>, Error> {
+    let mut outcomes = vec![LeaseBegun::Begun; leases.len()];
+    // A token presented twice in one batch: the second presentation fares as it would after the
+    // first one's commit, decided once the first one's outcome is known.
+    let mut first_spender: BTreeMap<Key, usize> = BTreeMap::new();
+    let mut repeats = Vec::new();
+    for (n, lease) in leases.iter().enumerate() {
+        if let Some(token) = lease.spends {
+            match first_spender.entry((lease.issuer, token.token_id)) {
+                Entry::Vacant(entry) => {
+                    entry.insert(n);
+                }
+                Entry::Occupied(entry) => repeats.push((n, *entry.get())),
+            }
+        }
+    }
+    let spent = spend_tokens(tx, leases, &first_spender).await?;
+    for (key, &n) in &first_spender {
+        if !contains(&spent, *key) {
+            outcomes[n] = LeaseBegun::Replayed;
+        }
+    }
+    for &(n, _) in &repeats {
+        outcomes[n] = LeaseBegun::Replayed;
+    }
+
+    let ended = see_jobs(tx, leases, &outcomes, now).await?;
+    let mut unspend = Vec::new();
+    for (n, lease) in leases.iter().enumerate() {
+        if outcomes[n] == LeaseBegun::Begun && contains(&ended, (lease.issuer, lease.job_id)) {
+            outcomes[n] = LeaseBegun::JobEnded;
+            // Alone, the whole transaction rolls back: the token stays unspent.
+            if let Some(token) = lease.spends {
+                unspend.push((lease.issuer, token.token_id));
+            }
+        }
+    }
+    for (n, first) in repeats {
+        if outcomes[first] == LeaseBegun::JobEnded {
+            outcomes[n] = LeaseBegun::JobEnded;
+        }
+    }
+    unspend_tokens(tx, &unspend).await?;
+    let begun: Vec<&NewLease> =
+        leases.iter().zip(&outcomes).filter(|(_, outcome)| **outcome == LeaseBegun::Begun).map(|(l, _)| l).collect();
+    insert_leases(tx, &begun, now).await?;
+    Ok(outcomes)
+}
+
+/// Records each token as spent; returns those that were not spent before, sorted.
+async fn spend_tokens(
+    tx: &mut AnyConnection,
+    leases: &[NewLease<'_>],
+    spenders: &BTreeMap<Key<'_>, usize>,
+) -> Result<Vec<(String, String)>, Error> {
+    if spenders.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "INSERT INTO exchanged_tokens (issuer, token_id, expires_at) VALUES {}
+         ON CONFLICT (issuer, token_id) DO NOTHING RETURNING issuer, token_id",
+        values(spenders.len(), 3, 1, |p| format!("(${p}, ${}, ${})", p + 1, p + 2))
+    );
+    let mut query = sqlx::query(&sql).persistent(false);
+    for (&(issuer, token_id), &n) in spenders {
+        let expires_at = leases[n].spends.map_or(0, |token| token.expires_at);
+        query = query.bind(issuer).bind(token_id).bind(expires_at);
+    }
+    let mut spent = Vec::with_capacity(spenders.len());
+    for row in query.fetch_all(&mut *tx).await? {
+        spent.push((row.try_get(0)?, row.try_get(1)?));
+    }
+    spent.sort_unstable();
+    Ok(spent)
+}
+
+/// Records the jobs of the leases still `Begun` as seen, as the single write does; returns those
+/// that have ended, sorted.
+async fn see_jobs(
+    tx: &mut AnyConnection,
+    leases: &[NewLease<'_>],
+    outcomes: &[LeaseBegun],
+    now: i64,
+) -> Result<Vec<(String, String)>, Error> {
+    // One row per job: PostgreSQL refuses an upsert that touches a row twice.
+    let mut jobs: BTreeMap<Key, (&str, i64)> = BTreeMap::new();
+    for (lease, _) in leases.iter().zip(outcomes).filter(|(_, outcome)| **outcome == LeaseBegun::Begun) {
+        let seen = jobs.entry((lease.issuer, lease.job_id)).or_insert((lease.repository, lease.job_keep_until));
+        seen.1 = seen.1.max(lease.job_keep_until);
+    }
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until) VALUES {}
+         ON CONFLICT (issuer, job_id) DO UPDATE SET
+             repository = COALESCE(jobs.repository, excluded.repository),
+             keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END
+         RETURNING issuer, job_id, state",
+        values(jobs.len(), 4, 2, |p| format!("(${p}, ${}, ${}, 'active', $1, ${})", p + 1, p + 2, p + 3))
+    );
+    let mut query = sqlx::query(&sql).persistent(false).bind(now);
+    for (&(issuer, job_id), &(repository, keep_until)) in &jobs {
+        query = query.bind(issuer).bind(job_id).bind(repository).bind(keep_until);
+    }
+    let mut ended = Vec::new();
+    for row in query.fetch_all(&mut *tx).await? {
+        let state: String = row.try_get(2)?;
+        if state == "ended" {
+            ended.push((row.try_get(0)?, row.try_get(1)?));
+        }
+    }
+    ended.sort_unstable();
+    Ok(ended)
+}
+
+async fn unspend_tokens(tx: &mut AnyConnection, tokens: &[Key<'_>]) -> Result<(), Error> {
+    if tokens.is_empty() {
+        return Ok(());
+    }
+    let conditions: Vec<String> =
+        (0..tokens.len()).map(|n| format!("(issuer = ${} AND token_id = ${})", 2 * n + 1, 2 * n + 2)).collect();
+    let sql = format!("DELETE FROM exchanged_tokens WHERE {}", conditions.join(" OR "));
+    let mut query = sqlx::query(&sql).persistent(false);
+    for (issuer, token_id) in tokens {
+        query = query.bind(*issuer).bind(*token_id);
+    }
+    query.execute(&mut *tx).await?;
+    Ok(())
+}
+
+async fn insert_leases(tx: &mut AnyConnection, leases: &[&NewLease<'_>], now: i64) -> Result<(), Error> {
+    if leases.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at)
+         VALUES {}",
+        values(leases.len(), 6, 2, |p| {
+            format!("(${p}, ${}, ${}, ${}, ${}, NULL, 'pending', $1, ${}, $1)", p + 1, p + 2, p + 3, p + 4, p + 5)
+        })
+    );
+    let mut query = sqlx::query(&sql).persistent(false).bind(now);
+    for lease in leases {
+        query = query
+            .bind(lease.id)
+            .bind(lease.issuer)
+            .bind(lease.job_id)
+            .bind(lease.role)
+            .bind(lease.backend)
+            .bind(lease.expires_at);
+    }
+    query.execute(&mut *tx).await?;
+    Ok(())
+}
+
+async fn activate_leases(
+    tx: &mut AnyConnection,
+    activations: &[Activation<'_>],
+    now: i64,
+) -> Result<Vec<Result<LeaseState, Error>>, Error> {
+    if activations.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut by_id: BTreeMap<&str, &str> = BTreeMap::new();
+    for activation in activations {
+        by_id.insert(activation.id, activation.handle);
+    }
+    // `column1`, `column2`: what both SQLite and PostgreSQL name a VALUES list's columns.
+    let sql = format!(
+        "UPDATE leases SET handle = v.column2, updated_at = $1,
+             state = CASE WHEN state = 'pending' THEN 'active' ELSE state END
+         FROM (VALUES {}) AS v
+         WHERE leases.id = v.column1 RETURNING id, state",
+        values(by_id.len(), 2, 2, |p| format!("(${p}, ${})", p + 1))
+    );
+    let mut query = sqlx::query(&sql).persistent(false).bind(now);
+    for (id, handle) in &by_id {
+        query = query.bind(*id).bind(*handle);
+    }
+    let mut states = BTreeMap::new();
+    for row in query.fetch_all(&mut *tx).await? {
+        let (id, state): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+        states.insert(id, state);
+    }
+    Ok(activations
+        .iter()
+        .map(|activation| match states.get(activation.id) {
+            Some(state) => state.parse().map_err(Error::Corrupt),
+            None => Err(vanished(activation.id)),
+        })
+        .collect())
+}
+
+/// Whether `sorted` (rows as returned, then sorted) holds `key`.
+fn contains(sorted: &[(String, String)], key: Key<'_>) -> bool {
+    sorted.binary_search_by(|(a, b)| (a.as_str(), b.as_str()).cmp(&key)).is_ok()
+}
+
+/// `rows` placeholder rows of `width` parameters each, numbered from `first`.
+fn values(rows: usize, width: usize, first: usize, row: impl Fn(usize) -> String) -> String {
+    (0..rows).map(|r| row(first + r * width)).collect::<Vec<_>>().join(", ")
+}

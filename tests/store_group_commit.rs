@@ -1,0 +1,148 @@
+//! Concurrent exchanges' writes commit together: each write fares exactly as it would alone, on
+//! SQLite and on PostgreSQL. The tests run on one thread, so writes queued in the same poll reach
+//! the committing task together, as one batch.
+
+mod support;
+
+use ci_creds::backends::RevokeHandle;
+use ci_creds::store::{GroupCommitStats, JobState, LeaseBegun, LeaseState, NewLease, SpentToken, now};
+use futures_util::future::join_all;
+use support::store::{Subject, postgres, sqlite};
+
+macro_rules! on_every_store {
+    ($($test:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(#[tokio::test]
+            async fn $test() {
+                super::$test(super::sqlite().await).await;
+            })*
+        }
+        mod on_postgres {
+            $(#[tokio::test]
+            async fn $test() {
+                super::$test(super::postgres().await).await;
+            })*
+        }
+    };
+}
+
+on_every_store!(
+    concurrent_leases_begin_together_as_each_would_alone,
+    concurrent_activations_and_begins_commit_together,
+    a_batch_that_fails_is_committed_write_by_write,
+);
+
+fn lease<'a>(id: &'a str, job_id: &'a str, spends: Option<&'a str>, far: i64) -> NewLease<'a> {
+    NewLease {
+        id,
+        issuer: "github",
+        job_id,
+        repository: "octo-org/octo-repo",
+        role: "deploy",
+        backend: "vault",
+        expires_at: far,
+        job_keep_until: far + 3600,
+        spends: spends.map(|token_id| SpentToken { token_id, expires_at: far }),
+    }
+}
+
+fn handle(accessor: &str) -> RevokeHandle {
+    RevokeHandle::Vault { accessor: accessor.into() }
+}
+
+async fn concurrent_leases_begin_together_as_each_would_alone(subject: Subject) {
+    let store = subject.store;
+    let far = now() + 3600;
+    store.end_job("github", "ended", "webhook:github", None, far).await.unwrap();
+    assert!(store.record_exchange("github", "jti:spent", far).await.unwrap());
+    let others: Vec<(String, String)> = (0..20).map(|n| (format!("lease-{n}"), format!("job-{n}"))).collect();
+    let tokens: Vec<String> = (0..20).map(|n| format!("jti:{n}")).collect();
+
+    let mut cases = vec![
+        ("a fresh token", lease("fresh", "1", Some("jti:fresh"), far), LeaseBegun::Begun),
+        ("the same job's second role", lease("fresh-2", "1", None, far), LeaseBegun::Begun),
+        ("the same token again", lease("again", "1", Some("jti:fresh"), far), LeaseBegun::Replayed),
+        ("a token spent before", lease("old", "2", Some("jti:spent"), far), LeaseBegun::Replayed),
+        ("an ended job", lease("late", "ended", Some("jti:late"), far), LeaseBegun::JobEnded),
+        ("an ended job, its token again", lease("late-2", "ended", Some("jti:late"), far), LeaseBegun::JobEnded),
+    ];
+    for ((id, job), token) in others.iter().zip(&tokens) {
+        cases.push(("another job", lease(id, job, Some(token), far), LeaseBegun::Begun));
+    }
+    let outcomes = join_all(cases.iter().map(|(_, lease, _)| store.begin_lease(lease))).await;
+    for ((case, lease, expected), outcome) in cases.iter().zip(outcomes) {
+        assert_eq!(outcome.unwrap(), *expected, "{case} ({})", lease.id);
+    }
+    assert_eq!(
+        store.group_commit_stats(),
+        GroupCommitStats { batches: 1, batched_writes: cases.len() as u64, batches_failed: 0 },
+        "one transaction for all"
+    );
+
+    let job1 = store.leases_of_job("github", "1").await.unwrap();
+    let ids: Vec<(&str, LeaseState)> = job1.iter().map(|lease| (lease.id.as_str(), lease.state)).collect();
+    assert_eq!(ids, [("fresh", LeaseState::Pending), ("fresh-2", LeaseState::Pending)]);
+    assert!(store.leases_of_job("github", "ended").await.unwrap().is_empty());
+    assert!(store.leases_of_job("github", "2").await.unwrap().is_empty(), "a replay writes no lease");
+    assert_eq!(store.count_jobs(JobState::Active).await.unwrap(), 21, "job 1 and the 20 others; not the replaying job");
+    assert!(!store.record_exchange("github", "jti:19", far).await.unwrap(), "the others' tokens are spent");
+    assert!(
+        store.record_exchange("github", "jti:late", far).await.unwrap(),
+        "a token refused for its ended job stays unspent, as when written alone"
+    );
+}
+
+async fn concurrent_activations_and_begins_commit_together(subject: Subject) {
+    let store = subject.store;
+    let far = now() + 3600;
+    for (id, job) in [("a", "1"), ("b", "1"), ("c", "2")] {
+        assert_eq!(store.begin_lease(&lease(id, job, None, far)).await.unwrap(), LeaseBegun::Begun);
+    }
+    store.end_job("github", "2", "self", None, far).await.unwrap();
+    let written_alone = store.group_commit_stats();
+
+    let (handles, ids) = (["a", "b", "c", "gone"].map(handle), ["a", "b", "c", "gone"]);
+    let activations = join_all(ids.iter().zip(&handles).map(|(id, handle)| store.activate_lease(id, handle)));
+    let new_leases = [lease("d", "3", Some("jti:d"), far), lease("e", "2", Some("jti:e"), far)];
+    let begins = join_all(new_leases.iter().map(|lease| store.begin_lease(lease)));
+    let (activated, begun) = tokio::join!(activations, begins);
+
+    let activated: Vec<_> = activated.into_iter().map(|outcome| outcome.map_err(|e| e.to_string())).collect();
+    assert_eq!(activated[0], Ok(LeaseState::Active));
+    assert_eq!(activated[1], Ok(LeaseState::Active));
+    assert_eq!(activated[2], Ok(LeaseState::Revoking), "its job ended while it was minted: kept for revocation");
+    assert!(activated[3].as_ref().is_err_and(|e| e.contains("lease gone vanished")), "{:?}", activated[3]);
+    let begun: Vec<_> = begun.into_iter().map(Result::unwrap).collect();
+    assert_eq!(begun, [LeaseBegun::Begun, LeaseBegun::JobEnded]);
+
+    let stats = store.group_commit_stats();
+    assert_eq!(written_alone.batches, 0, "one write at a time is written alone");
+    assert_eq!(stats, GroupCommitStats { batches: 1, batched_writes: 6, batches_failed: 0 });
+    let c = store.leases_of_job("github", "2").await.unwrap();
+    assert_eq!((c.len(), c[0].handle.clone()), (1, Some(handle("c"))), "the revocation queue has its handle");
+    assert_eq!(store.claim_revocations(10, 60_000).await.unwrap().len(), 1);
+}
+
+async fn a_batch_that_fails_is_committed_write_by_write(subject: Subject) {
+    let store = subject.store;
+    let far = now() + 3600;
+    // Two leases with one id: together, the batch's insert fails; alone, only the second does.
+    let leases = [
+        lease("first", "1", Some("jti:1"), far),
+        lease("same-id", "2", Some("jti:2"), far),
+        lease("same-id", "3", Some("jti:3"), far),
+        lease("last", "4", Some("jti:4"), far),
+    ];
+    let outcomes = join_all(leases.iter().map(|lease| store.begin_lease(lease))).await;
+    assert_eq!(store.group_commit_stats(), GroupCommitStats { batches: 0, batched_writes: 0, batches_failed: 1 });
+    assert_eq!(outcomes[0].as_ref().unwrap(), &LeaseBegun::Begun);
+    assert_eq!(outcomes[1].as_ref().unwrap(), &LeaseBegun::Begun);
+    assert!(outcomes[2].is_err(), "the duplicate id fails, alone");
+    assert_eq!(outcomes[3].as_ref().unwrap(), &LeaseBegun::Begun, "a failing neighbour does not fail a write");
+    assert!(
+        store.record_exchange("github", "jti:3", far).await.unwrap(),
+        "the failed write left nothing behind: its token is unspent"
+    );
+    assert!(store.leases_of_job("github", "3").await.unwrap().is_empty());
+    assert_eq!(store.leases_of_job("github", "4").await.unwrap().len(), 1);
+}

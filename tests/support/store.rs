@@ -1,0 +1,27 @@
+//! A store under test, on an SQLite file or a throw-away PostgreSQL cluster.
+
+use ci_creds::store::Store;
+
+use super::postgres::Postgres;
+
+/// A store under test, the URL to open it again, and what keeps its database alive.
+pub struct Subject {
+    pub store: Store,
+    pub url: String,
+    _database: Box<dyn std::any::Any + Send>,
+}
+
+pub async fn sqlite() -> Subject {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("store.db").display());
+    let store = Store::connect(&url).await.expect("creates the database");
+    Subject { store, url, _database: Box::new(dir) }
+}
+
+pub async fn postgres() -> Subject {
+    let postgres = Postgres::start().await;
+    postgres.create_database("ci_creds").await;
+    let url = postgres.url("ci_creds");
+    let store = Store::connect(&url).await.expect("migrates the database");
+    Subject { store, url, _database: Box::new(postgres) }
+}
