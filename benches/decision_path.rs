@@ -8,10 +8,16 @@
 //! 4. `verify_map_policy_store`: + the replay record and one pending lease per granted role in
 //!    SQLite, as the exchange writes them before it asks a backend.
 //!
-//! Then a table of each stage's throughput as a share of `verify_alone`'s (the goal: the full
-//! path at >= 50 %). Run: `cargo bench --bench decision_path` (a quick look: append
+//! Two groups: `decision_path` runs one request at a time (the latency of each stage);
+//! `decision_path_32_in_flight` keeps 32 requests in flight on two worker threads, as a server
+//! does (its throughput, where concurrent exchanges' store writes commit together).
+//!
+//! Then a table per group of each stage's throughput as a share of `verify_alone`'s (the goal:
+//! the full path at >= 50 %). Run: `cargo bench --bench decision_path` (a quick look: append
 //! `-- --warm-up-time 1 --measurement-time 2`).
 
+#[path = "decision_path/in_flight.rs"]
+mod in_flight;
 #[path = "decision_path/policy.rs"]
 mod policy;
 #[path = "decision_path/report.rs"]
@@ -20,6 +26,7 @@ mod report;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use ci_creds::dev::{DevIssuer, SigningKey, live_claims};
@@ -36,6 +43,7 @@ use serde_json::Value;
 use tokio::runtime::Runtime;
 
 const GROUP: &str = "decision_path";
+const GROUP_IN_FLIGHT: &str = "decision_path_32_in_flight";
 const STAGES: [&str; 4] = ["verify_alone", "verify_and_map", "verify_map_policy", "verify_map_policy_store"];
 const AUDIENCE: &str = "https://ci-creds.example";
 /// Longer than any run of this bench, so the token cannot expire mid-measurement.
@@ -45,17 +53,29 @@ const LEEWAY_SECONDS: u64 = 60;
 
 /// Everything the stages share, built once before any measurement.
 struct Fixture {
+    /// One thread, as one request's work runs on one.
     runtime: Runtime,
+    /// Two worker threads, as on the machine the load benchmark runs on.
+    in_flight_runtime: Runtime,
+    stages: Arc<Stages>,
+    /// Each runtime's own store: a store's committing task runs on the runtime that opened it.
+    store: Store,
+    in_flight_store: Store,
+    /// Kept so the issuer keeps serving and the database files outlive the measurements.
+    _issuer: Arc<DevIssuer>,
+    _store_dir: tempfile::TempDir,
+}
+
+/// What every stage reads, shared by the in-flight group's tasks.
+struct Stages {
     token: String,
     floor_key: DecodingKey,
     floor_validation: Validation,
     verifier: Verifier,
     policy: PolicySet,
     requested: Vec<String>,
-    store: Store,
-    /// Kept so the issuer keeps serving and the database file outlives the measurements.
-    _issuer: Arc<DevIssuer>,
-    _store_dir: tempfile::TempDir,
+    /// Every exchange measured gets a token id and job id never written before.
+    exchanges: AtomicU64,
 }
 
 fn main() {
@@ -66,50 +86,107 @@ fn main() {
     }
     let started = SystemTime::now();
     let mut criterion = Criterion::default().configure_from_args();
-    bench_decision_path(&mut criterion, &Fixture::new());
+    let fixture = Fixture::new();
+    bench_decision_path(&mut criterion, &fixture);
     criterion.final_summary();
+    let stats = fixture.in_flight_store.group_commit_stats();
+    if stats.batches > 0 {
+        println!(
+            "\n{GROUP_IN_FLIGHT}: {} writes committed in {} shared transactions ({:.1} per transaction), {} failed",
+            stats.batched_writes,
+            stats.batches,
+            stats.batched_writes as f64 / stats.batches as f64,
+            stats.batches_failed
+        );
+    }
     // `cargo bench` passes `--bench`; `cargo test --benches` runs each stage once, with no timings.
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|arg| arg == "--bench") && !args.iter().any(|arg| arg == "--test" || arg == "--profile-time") {
         report::print_ratios(GROUP, &STAGES, started);
+        report::print_ratios(GROUP_IN_FLIGHT, &STAGES, started);
     }
 }
 
 fn bench_decision_path(criterion: &mut Criterion, f: &Fixture) {
+    let s = &f.stages;
     let mut group = criterion.benchmark_group(GROUP);
+    group.bench_function(STAGES[0], |b| b.iter(|| s.verify_alone()));
+    group.bench_function(STAGES[1], |b| b.to_async(&f.runtime).iter(|| s.verify_and_map()));
+    group.bench_function(STAGES[2], |b| b.to_async(&f.runtime).iter(|| s.verify_map_policy()));
+    group.bench_function(STAGES[3], |b| b.to_async(&f.runtime).iter(|| s.verify_map_policy_store(&f.store)));
+    group.finish();
+
+    let mut group = criterion.benchmark_group(GROUP_IN_FLIGHT);
+    let runtime = &f.in_flight_runtime;
+    let shared = || f.stages.clone();
     group.bench_function(STAGES[0], |b| {
-        b.iter(|| jsonwebtoken::decode::<Value>(black_box(&f.token), &f.floor_key, &f.floor_validation).expect("valid"))
-    });
-    group.bench_function(STAGES[1], |b| {
-        b.to_async(&f.runtime).iter(|| async { f.verifier.verify(black_box(&f.token)).await.expect("valid") })
-    });
-    group.bench_function(STAGES[2], |b| {
-        b.to_async(&f.runtime).iter(|| async {
-            let job = f.verifier.verify(black_box(&f.token)).await.expect("valid");
-            matches!(f.policy.decide(&job, &f.requested), Decision::Granted(_))
+        b.iter_custom(|iters| {
+            let s = shared();
+            runtime.block_on(in_flight::run(iters, move || {
+                let s = s.clone();
+                async move { s.verify_alone() }
+            }))
         })
     });
-    // Every iteration verifies the same token: verifying costs the same whatever `jti` a token
-    // carries, criterion picks the iteration count (so a pre-signed pool could run dry), and
-    // signing per iteration would make a run take minutes. The verified job then gets a fresh
-    // token id and job id, so the replay record and the job's row are inserted, as in every real
-    // exchange, instead of the exchange being refused as a replay.
-    let mut exchange_number = 0_u64;
+    group.bench_function(STAGES[1], |b| {
+        b.iter_custom(|iters| {
+            let s = shared();
+            runtime.block_on(in_flight::run(iters, move || {
+                let s = s.clone();
+                async move { s.verify_and_map().await }
+            }))
+        })
+    });
+    group.bench_function(STAGES[2], |b| {
+        b.iter_custom(|iters| {
+            let s = shared();
+            runtime.block_on(in_flight::run(iters, move || {
+                let s = s.clone();
+                async move { s.verify_map_policy().await }
+            }))
+        })
+    });
     group.bench_function(STAGES[3], |b| {
-        b.to_async(&f.runtime).iter(|| {
-            exchange_number += 1;
-            async move {
-                let mut job = f.verifier.verify(black_box(&f.token)).await.expect("valid");
-                let Decision::Granted(roles) = f.policy.decide(&job, &f.requested) else {
-                    panic!("the bench's request was refused");
-                };
-                job.token_id = format!("jti:bench-{exchange_number}");
-                job.job_id = format!("bench-{exchange_number}");
-                record_before_minting(&f.store, &job, &roles).await;
-            }
+        b.iter_custom(|iters| {
+            let (s, store) = (shared(), f.in_flight_store.clone());
+            runtime.block_on(in_flight::run(iters, move || {
+                let (s, store) = (s.clone(), store.clone());
+                async move { s.verify_map_policy_store(&store).await }
+            }))
         })
     });
     group.finish();
+}
+
+impl Stages {
+    fn verify_alone(&self) {
+        jsonwebtoken::decode::<Value>(black_box(&self.token), &self.floor_key, &self.floor_validation).expect("valid");
+    }
+
+    async fn verify_and_map(&self) {
+        self.verifier.verify(black_box(&self.token)).await.expect("valid");
+    }
+
+    async fn verify_map_policy(&self) {
+        let job = self.verifier.verify(black_box(&self.token)).await.expect("valid");
+        assert!(matches!(self.policy.decide(&job, &self.requested), Decision::Granted(_)));
+    }
+
+    /// Every exchange verifies the same token: verifying costs the same whatever `jti` a token
+    /// carries, criterion picks the iteration count (so a pre-signed pool could run dry), and
+    /// signing per exchange would make a run take minutes. The verified job then gets a fresh
+    /// token id and job id, so the replay record and the job's row are inserted, as in every
+    /// real exchange, instead of the exchange being refused as a replay.
+    async fn verify_map_policy_store(&self, store: &Store) {
+        let mut job = self.verifier.verify(black_box(&self.token)).await.expect("valid");
+        let Decision::Granted(roles) = self.policy.decide(&job, &self.requested) else {
+            panic!("the bench's request was refused");
+        };
+        let exchange_number = self.exchanges.fetch_add(1, Ordering::Relaxed);
+        job.token_id = format!("jti:bench-{exchange_number}");
+        job.job_id = format!("bench-{exchange_number}");
+        record_before_minting(store, &job, &roles).await;
+    }
 }
 
 /// What `lifecycle/exchange.rs` writes before any backend is asked: one pending lease per
@@ -118,7 +195,7 @@ fn bench_decision_path(criterion: &mut Criterion, f: &Fixture) {
 async fn record_before_minting(store: &Store, job: &Job, roles: &[&Role]) {
     let retention = LifecycleConfig::default().retention.as_secs() as i64;
     for (n, role) in roles.iter().enumerate() {
-        let lease_id = uuid::Uuid::new_v4().to_string();
+        let lease_id = uuid::Uuid::now_v7().to_string();
         let expires_at = ci_creds::store::now() + role.max_ttl.as_secs() as i64;
         let lease = NewLease {
             id: &lease_id,
@@ -165,8 +242,11 @@ impl Fixture {
         let policy = policy_set();
         let requested = policy::requested_roles();
         let store_dir = tempfile::tempdir().expect("temp dir");
-        let store_url = format!("sqlite://{}", store_dir.path().join("bench.db").display());
-        let store = runtime.block_on(Store::connect(&store_url)).expect("store");
+        let store_url = |name: &str| format!("sqlite://{}", store_dir.path().join(name).display());
+        let store = runtime.block_on(Store::connect(&store_url("one-at-a-time.db"))).expect("store");
+        let in_flight_runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+        let in_flight_store = in_flight_runtime.block_on(Store::connect(&store_url("in-flight.db"))).expect("store");
 
         // Warm the key cache (discovery and JWKS are fetched once, here), and make sure the
         // policy stages measure a grant, not a cheaper refusal.
@@ -174,15 +254,14 @@ impl Fixture {
         if let Decision::Denied(denials) = policy.decide(&job, &requested) {
             panic!("the bench's request must be granted; refused: {denials:?}");
         }
+        let stages =
+            Stages { token, floor_key, floor_validation, verifier, policy, requested, exchanges: AtomicU64::new(0) };
         Self {
             runtime,
-            token,
-            floor_key,
-            floor_validation,
-            verifier,
-            policy,
-            requested,
+            in_flight_runtime,
+            stages: Arc::new(stages),
             store,
+            in_flight_store,
             _issuer: issuer,
             _store_dir: store_dir,
         }

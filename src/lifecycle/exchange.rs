@@ -134,7 +134,7 @@ impl Broker {
     ) -> Result<IssuedCredential, Error> {
         let ttl = granted_ttl(role, ttl);
         let expires_at = OffsetDateTime::now_utc() + ttl;
-        let lease_id = uuid::Uuid::new_v4().to_string();
+        let lease_id = uuid::Uuid::now_v7().to_string();
         let keep_until = expires_at.unix_timestamp().max(job.expires_at) + self.lifecycle.retention.as_secs() as i64;
         let begun = self
             .store
