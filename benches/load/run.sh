@@ -7,9 +7,12 @@
 # it to OUT/summary.txt (default benches/load/out).
 #
 #   benches/load/run.sh [--duration 20s] [--concurrency 32] [--threads 2] [--warmup 3s]
-#                       [--tokens N] [--out DIR]
+#                       [--tokens N] [--layout shared|split] [--out DIR]
 #
 # --tokens: job tokens to sign for the measured runs (default: the ceiling's rate x duration + 25 %).
+# --layout: `shared` (default): every process on every core. `split`: OpenBao alone on the last
+#   core, everything else (broker, wrk, issuer) on the others, as when Vault runs on its own host
+#   and the broker's work does not come out of OpenBao's CPU.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HERE=benches/load
@@ -19,6 +22,7 @@ CONCURRENCY=32
 THREADS=
 WARMUP=3s
 TOKENS=auto
+LAYOUT=shared
 OUT=$HERE/out
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -27,8 +31,9 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2 ;;
     --warmup) WARMUP=$2 ;;
     --tokens) TOKENS=$2 ;;
+    --layout) LAYOUT=$2 ;;
     --out) OUT=$2 ;;
-    -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
   shift 2
@@ -43,6 +48,16 @@ seconds() { # 20s, 2m or 20 -> whole seconds
   esac
 }
 DURATION_S=$(seconds "$DURATION")
+# Command prefixes that pin a process (taskset execs it: `$!` stays the process's own PID).
+case "$LAYOUT" in
+  shared) ON_BAO_CPUS=() ON_OTHER_CPUS=() LAYOUT_NOTE="$(nproc) cores shared by all" ;;
+  split)
+    LAST=$(($(nproc) - 1))
+    [ "$LAST" -ge 1 ] || { echo "--layout split needs two cores or more" >&2; exit 2; }
+    ON_BAO_CPUS=(taskset -c "$LAST") ON_OTHER_CPUS=(taskset -c "0-$((LAST - 1))")
+    LAYOUT_NOTE="OpenBao alone on core $LAST, the rest on cores 0-$((LAST - 1))" ;;
+  *) echo "--layout: shared or split" >&2; exit 2 ;;
+esac
 WARMUP_S=$(seconds "$WARMUP")
 
 # --- tools -----------------------------------------------------------------------------------
@@ -115,7 +130,7 @@ BROKER_PORT=$(free_port)
 export BAO_ADDR=http://127.0.0.1:$BAO_PORT BAO_TOKEN=$ROOT_TOKEN
 BROKER_URL=http://127.0.0.1:$BROKER_PORT
 
-"$BIN" dev issuer --dir "$WORK/issuer" --listen 127.0.0.1:0 >"$WORK/issuer.out" 2>"$LOGS/issuer.log" &
+"${ON_OTHER_CPUS[@]}" "$BIN" dev issuer --dir "$WORK/issuer" --listen 127.0.0.1:0 >"$WORK/issuer.out" 2>"$LOGS/issuer.log" &
 ISSUER_PID=$!
 for _ in $(seq 75); do [ -s "$WORK/issuer.out" ] && break; sleep 0.2; done
 ISSUER_URL=$(cat "$WORK/issuer.out")
@@ -129,7 +144,7 @@ wait_for "the dev issuer" "$ISSUER_URL/.well-known/openid-configuration"
 # the identity entity of the token's `sub`.
 fresh_bao() { # NAME: its log's name
   stop "$BAO_PID"
-  bao server -dev -dev-no-store-token -dev-root-token-id="$ROOT_TOKEN" \
+  "${ON_BAO_CPUS[@]}" bao server -dev -dev-no-store-token -dev-root-token-id="$ROOT_TOKEN" \
     -dev-listen-address="127.0.0.1:$BAO_PORT" >"$LOGS/bao-$1.log" 2>&1 &
   BAO_PID=$!
   wait_for "OpenBao" "$BAO_ADDR/v1/sys/health"
@@ -145,7 +160,7 @@ start_broker() {
   stop "$BROKER_PID"
   rm -rf "$WORK/broker" && mkdir -p "$WORK/broker/store"
   render "$HERE/broker.toml" >"$WORK/broker/config.toml"
-  BENCH_VAULT_TOKEN=$ROOT_TOKEN RUST_LOG=warn "$BIN" serve --config "$WORK/broker/config.toml" \
+  BENCH_VAULT_TOKEN=$ROOT_TOKEN RUST_LOG=warn "${ON_OTHER_CPUS[@]}" "$BIN" serve --config "$WORK/broker/config.toml" \
     2>>"$LOGS/broker.log" &
   BROKER_PID=$!
   wait_for "the broker" "$BROKER_URL/readyz"
@@ -207,7 +222,7 @@ machine_cpu_seconds() { # all CPU time spent on the machine so far, every proces
 
 load() { # NAME URL MODE SOURCE EXTRA DURATION: one wrk run, its output in $OUT/NAME.txt
   local TIMEFORMAT='%U %S'
-  { time wrk -t "$THREADS" -c "$CONCURRENCY" -d "$6" --timeout 10s -s "$HERE/tokens.lua" "$2" \
+  { time "${ON_OTHER_CPUS[@]}" wrk -t "$THREADS" -c "$CONCURRENCY" -d "$6" --timeout 10s -s "$HERE/tokens.lua" "$2" \
     -- "$3" "$4" "$5" "$THREADS" >"$OUT/$1.txt" 2>&1; } 2>"$WORK/wrk-cpu"
   grep '^RESULT ' "$OUT/$1.txt" || { echo "wrk gave no result; see $OUT/$1.txt" >&2; exit 1; }
 }
@@ -271,6 +286,6 @@ BAO_PID=''
 
 # --- summary ---------------------------------------------------------------------------------
 HEADER="ci-creds load benchmark: $DURATION per target after a $WARMUP warm-up, concurrency $CONCURRENCY\
- ($THREADS wrk threads), $(nproc) cores; $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(bao version | cut -d' ' -f1-2)"
+ ($THREADS wrk threads), $LAYOUT_NOTE; $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(bao version | cut -d' ' -f1-2)"
 python3 "$HERE/summary.py" "$OUT" "$PEAK_RSS_KB" "$END_RSS_KB" "$HEADER" | tee "$OUT/summary.txt"
 echo "(written to $OUT/summary.txt; wrk output and logs in $OUT)"
