@@ -4,10 +4,9 @@
 
 mod support;
 
-use ci_creds::backends::RevokeHandle;
 use ci_creds::store::{GroupCommitStats, JobState, LeaseBegun, LeaseState, NewLease, SpentToken, now};
 use futures_util::future::join_all;
-use support::store::{Subject, postgres, sqlite};
+use support::store::{Subject, handle, postgres, sqlite};
 
 macro_rules! on_every_store {
     ($($test:ident),* $(,)?) => {
@@ -32,22 +31,10 @@ on_every_store!(
     a_batch_that_fails_is_committed_write_by_write,
 );
 
+/// A lease of job `job_id` that spends the token `spends`, if any.
 fn lease<'a>(id: &'a str, job_id: &'a str, spends: Option<&'a str>, far: i64) -> NewLease<'a> {
-    NewLease {
-        id,
-        issuer: "github",
-        job_id,
-        repository: "octo-org/octo-repo",
-        role: "deploy",
-        backend: "vault",
-        expires_at: far,
-        job_keep_until: far + 3600,
-        spends: spends.map(|token_id| SpentToken { token_id, expires_at: far }),
-    }
-}
-
-fn handle(accessor: &str) -> RevokeHandle {
-    RevokeHandle::Vault { accessor: accessor.into() }
+    let spends = spends.map(|token_id| SpentToken { token_id, expires_at: far });
+    NewLease { spends, ..support::store::lease(id, job_id, far) }
 }
 
 async fn concurrent_leases_begin_together_as_each_would_alone(subject: Subject) {

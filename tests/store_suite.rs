@@ -5,9 +5,8 @@ mod support;
 
 use std::sync::Arc;
 
-use ci_creds::backends::RevokeHandle;
 use ci_creds::store::{EndOutcome, JobState, LeaseBegun, LeaseState, NewLease, SpentToken, Store, now};
-use support::store::{Subject, postgres, sqlite};
+use support::store::{Subject, handle, lease, postgres, sqlite};
 
 macro_rules! on_every_store {
     ($($test:ident),* $(,)?) => {
@@ -56,24 +55,6 @@ async fn keeps_replay_records_across_reopening(subject: Subject) {
     drop(subject.store);
     let reopened = Store::connect(&subject.url).await.unwrap();
     assert!(!reopened.record_exchange("github", "jti:a", i64::MAX).await.unwrap());
-}
-
-fn lease<'a>(id: &'a str, job_id: &'a str, expires_at: i64) -> NewLease<'a> {
-    NewLease {
-        id,
-        issuer: "github",
-        job_id,
-        repository: "octo-org/octo-repo",
-        role: "deploy",
-        backend: "vault",
-        expires_at,
-        job_keep_until: expires_at + 3600,
-        spends: None,
-    }
-}
-
-fn handle(accessor: &str) -> RevokeHandle {
-    RevokeHandle::Vault { accessor: accessor.into() }
 }
 
 async fn moves_a_lease_from_pending_to_active_to_revoking_to_revoked(subject: Subject) {

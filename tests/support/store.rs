@@ -1,6 +1,7 @@
 //! A store under test, on an SQLite file or a throw-away PostgreSQL cluster.
 
-use ci_creds::store::Store;
+use ci_creds::backends::RevokeHandle;
+use ci_creds::store::{NewLease, Store};
 
 use super::postgres::Postgres;
 
@@ -24,4 +25,23 @@ pub async fn postgres() -> Subject {
     let url = postgres.url("ci_creds");
     let store = Store::connect(&url).await.expect("migrates the database");
     Subject { store, url, _database: Box::new(postgres) }
+}
+
+/// A lease of job `job_id` that spends no token.
+pub fn lease<'a>(id: &'a str, job_id: &'a str, expires_at: i64) -> NewLease<'a> {
+    NewLease {
+        id,
+        issuer: "github",
+        job_id,
+        repository: "octo-org/octo-repo",
+        role: "deploy",
+        backend: "vault",
+        expires_at,
+        job_keep_until: expires_at + 3600,
+        spends: None,
+    }
+}
+
+pub fn handle(accessor: &str) -> RevokeHandle {
+    RevokeHandle::Vault { accessor: accessor.into() }
 }
