@@ -91,7 +91,8 @@ struct Soak {
     completed_template: Value,
     done: AtomicU64,
     failures: Mutex<Vec<String>>,
-    windows: Mutex<Vec<Duration>>,
+    /// Each sampled job's exposure window, with when (since the start) it closed.
+    windows: Mutex<Vec<(Duration, Duration)>>,
 }
 
 #[tokio::main]
@@ -130,6 +131,7 @@ async fn main() {
     );
     let started = Instant::now();
     let samples = Arc::new(Mutex::new(Vec::new()));
+    let quarter = Duration::from_secs_f64(options.jobs as f64 / options.rate / 4.0);
     let reporter = tokio::spawn(report(soak.clone(), samples.clone(), started, options.report_every));
     drive(&soak, &options, started).await;
     reporter.abort();
@@ -138,7 +140,7 @@ async fn main() {
     println!("{last}  (all jobs done; revocation queue drained in {:.1} s)", drained.as_secs_f64());
     samples.lock().await.push(last);
     let (_, metrics) = soak.broker.get_text("/metrics").await;
-    summarize(&soak, &samples.lock().await, started.elapsed()).await;
+    summarize(&soak, &samples.lock().await, started.elapsed(), quarter).await;
     println!("as the broker measured it:\n{}", probe::timings(&metrics));
 }
 
@@ -154,7 +156,7 @@ async fn drive(soak: &Arc<Soak>, options: &Options, started: Instant) {
         let sampled = n % options.sample_every == 0;
         tokio::spawn(async move {
             match run_job(&soak, FIRST_JOB_ID + n, sampled).await {
-                Ok(Some(window)) => soak.windows.lock().await.push(window),
+                Ok(Some(window)) => soak.windows.lock().await.push((started.elapsed(), window)),
                 Ok(None) => {}
                 Err(failure) => soak.failures.lock().await.push(failure),
             }
@@ -210,25 +212,36 @@ async fn run_job(soak: &Soak, job_id: u64, sampled: bool) -> Result<Option<Durat
     Ok(Some(arrived.elapsed()))
 }
 
+/// Every `every`: the broker's levels, and the exposure window so far and over the last period
+/// alone (a disturbance shows in the latter, then fades from the former).
 async fn report(soak: Arc<Soak>, samples: Arc<Mutex<Vec<Sample>>>, started: Instant, every: Duration) {
     let mut ticker = tokio::time::interval(every);
     ticker.tick().await;
     loop {
         ticker.tick().await;
         let sample = Sample::take(&soak.broker, started, soak.done.load(Ordering::Relaxed)).await;
-        let mut windows = soak.windows.lock().await.clone();
-        windows.sort();
-        if windows.is_empty() {
-            println!("{sample}");
-        } else {
-            let (p50, p99) = (percentile(&windows, 0.50), percentile(&windows, 0.99));
-            println!("{sample} exposure p50={:.0}ms p99={:.0}ms", p50.as_secs_f64() * 1e3, p99.as_secs_f64() * 1e3);
+        let windows = soak.windows.lock().await.clone();
+        let period_start = started.elapsed().saturating_sub(every);
+        match (exposure(windows.iter()), exposure(windows.iter().filter(|(at, _)| *at > period_start))) {
+            (Some(so_far), Some(last)) => {
+                println!("{sample} exposure p50/p99 {so_far}, last {}s {last}", every.as_secs())
+            }
+            (Some(so_far), None) => println!("{sample} exposure p50/p99 {so_far}"),
+            _ => println!("{sample}"),
         }
         samples.lock().await.push(sample);
     }
 }
 
-async fn summarize(soak: &Soak, samples: &[Sample], elapsed: Duration) {
+/// `p50/p99 ms` of the windows given, if any.
+fn exposure<'a>(windows: impl Iterator<Item = &'a (Duration, Duration)>) -> Option<String> {
+    let mut windows: Vec<Duration> = windows.map(|(_, window)| *window).collect();
+    windows.sort();
+    let ms = |fraction| percentile(&windows, fraction).as_secs_f64() * 1e3;
+    (!windows.is_empty()).then(|| format!("{:.0}/{:.0}ms", ms(0.50), ms(0.99)))
+}
+
+async fn summarize(soak: &Soak, samples: &[Sample], elapsed: Duration, quarter: Duration) {
     let done = soak.done.load(Ordering::Relaxed);
     let failures = soak.failures.lock().await;
     println!(
@@ -240,16 +253,24 @@ async fn summarize(soak: &Soak, samples: &[Sample], elapsed: Duration) {
     for failure in failures.iter().take(5) {
         println!("  {failure}");
     }
-    let mut windows = soak.windows.lock().await.clone();
-    windows.sort();
-    if !windows.is_empty() {
+    let windows = soak.windows.lock().await.clone();
+    let mut all: Vec<Duration> = windows.iter().map(|(_, window)| *window).collect();
+    all.sort();
+    if let Some(max) = all.last() {
         println!(
             "exposure window over {} sampled jobs: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-            windows.len(),
-            percentile(&windows, 0.50).as_secs_f64() * 1e3,
-            percentile(&windows, 0.99).as_secs_f64() * 1e3,
-            windows[windows.len() - 1].as_secs_f64() * 1e3,
+            all.len(),
+            percentile(&all, 0.50).as_secs_f64() * 1e3,
+            percentile(&all, 0.99).as_secs_f64() * 1e3,
+            max.as_secs_f64() * 1e3,
         );
+        for n in 0..4u32 {
+            let (from, to) = (quarter * n, quarter * (n + 1));
+            let within = windows.iter().filter(|(at, _)| *at > from && (*at <= to || n == 3));
+            if let Some(p50_p99) = exposure(within) {
+                println!("  Q{}: p50/p99 {p50_p99}", n + 1);
+            }
+        }
     }
     println!("{}", probe::levels(samples));
 }
