@@ -43,20 +43,21 @@ async fn begin_leases(tx: &mut AnyConnection, leases: &[NewLease<'_>], now: i64)
     let mut outcomes = vec![LeaseBegun::Begun; leases.len()];
     // A token presented twice in one batch: the second presentation fares as it would after the
     // first one's commit, decided once the first one's outcome is known.
-    let mut first_spender: BTreeMap<Key, usize> = BTreeMap::new();
+    // Each token's first spender in the batch, and the token's expiry.
+    let mut first_spender: BTreeMap<Key, (usize, i64)> = BTreeMap::new();
     let mut repeats = Vec::new();
     for (n, lease) in leases.iter().enumerate() {
         if let Some(token) = lease.spends {
             match first_spender.entry((lease.issuer, token.token_id)) {
                 Entry::Vacant(entry) => {
-                    entry.insert(n);
+                    entry.insert((n, token.expires_at));
                 }
-                Entry::Occupied(entry) => repeats.push((n, *entry.get())),
+                Entry::Occupied(entry) => repeats.push((n, entry.get().0)),
             }
         }
     }
-    let spent = spend_tokens(tx, leases, &first_spender).await?;
-    for (key, &n) in &first_spender {
+    let spent = spend_tokens(tx, &first_spender).await?;
+    for (key, &(n, _)) in &first_spender {
         if !contains(&spent, *key) {
             outcomes[n] = LeaseBegun::Replayed;
         }
@@ -91,8 +92,7 @@ async fn begin_leases(tx: &mut AnyConnection, leases: &[NewLease<'_>], now: i64)
 /// Records each token as spent; returns those that were not spent before, sorted.
 async fn spend_tokens(
     tx: &mut AnyConnection,
-    leases: &[NewLease<'_>],
-    spenders: &BTreeMap<Key<'_>, usize>,
+    spenders: &BTreeMap<Key<'_>, (usize, i64)>,
 ) -> Result<Vec<(String, String)>, Error> {
     if spenders.is_empty() {
         return Ok(Vec::new());
@@ -103,8 +103,7 @@ async fn spend_tokens(
         values(spenders.len(), 3, 1, |p| format!("(${p}, ${}, ${})", p + 1, p + 2))
     );
     let mut query = sqlx::query(&sql).persistent(false);
-    for (&(issuer, token_id), &n) in spenders {
-        let expires_at = leases[n].spends.map_or(0, |token| token.expires_at);
+    for (&(issuer, token_id), &(_, expires_at)) in spenders {
         query = query.bind(issuer).bind(token_id).bind(expires_at);
     }
     let mut spent = Vec::with_capacity(spenders.len());
