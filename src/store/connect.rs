@@ -1,5 +1,6 @@
 //! Opening the store: pool limits, per-connection settings, migrations.
 
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -7,9 +8,11 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::MigrateError;
+use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{AnyConnection, Connection, Executor};
 
 use super::group_commit::GroupCommit;
+use super::sqlite_batch;
 use super::writer::Writers;
 use super::{Error, Store};
 
@@ -94,15 +97,20 @@ impl Store {
             MigrateError::VersionMissing(version) => Error::NewerSchema(version),
             other => Error::Migrate(other),
         })?;
-        let writers = match kind {
+        let (writers, sqlite_batches) = match kind {
             StoreKind::Sqlite => {
+                let settings = connection_settings(config, kind);
                 let mut connection = AnyConnection::connect_with(&options).await?;
-                connection.execute(connection_settings(config, kind).as_str()).await?;
-                Writers::kept(pool.clone(), connection, Duration::from_secs(config.acquire_timeout_seconds))
+                connection.execute(settings.as_str()).await?;
+                let wait = Duration::from_secs(config.acquire_timeout_seconds);
+                (
+                    Writers::kept(pool.clone(), connection, wait),
+                    Some(sqlite_batch::open(&sqlite_file(&url)?, &settings)?),
+                )
             }
-            StoreKind::Postgres => Writers::pooled(pool.clone()),
+            StoreKind::Postgres => (Writers::pooled(pool.clone()), None),
         };
-        let group_commit = GroupCommit::start(writers.clone());
+        let group_commit = GroupCommit::start(writers.clone(), sqlite_batches)?;
         Ok(Self { pool, writers, group_commit, kind })
     }
 }
@@ -136,6 +144,15 @@ fn pool_options(config: &StoreConfig, kind: StoreKind) -> AnyPoolOptions {
                 Ok(())
             })
         })
+}
+
+/// The SQLite database file `url` names. A database in memory exists for one connection only,
+/// and the store needs several.
+fn sqlite_file(url: &str) -> Result<PathBuf, Error> {
+    if url.contains(":memory:") || url.contains("mode=memory") {
+        return Err(Error::Config("`store.url` must name an SQLite file, not a database in memory".into()));
+    }
+    Ok(SqliteConnectOptions::from_str(url)?.get_filename().to_owned())
 }
 
 fn connection_url(config: &StoreConfig, kind: StoreKind, password: Option<&SecretString>) -> Result<String, Error> {

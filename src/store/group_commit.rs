@@ -1,9 +1,9 @@
 //! Group commit for the exchange's writes. Concurrent exchanges hand their writes (a lease
 //! begun, a lease activated) to one task, which commits whatever queued up meanwhile in one
-//! transaction of multi-row statements (`lease_batch.rs`). Every statement is a round trip (on
-//! SQLite to the connection's worker thread, on PostgreSQL to the server), so a batch costs about
-//! what one exchange's writes cost alone. An exchange still waits for its own write to commit: a
-//! lease is durable before anything is minted.
+//! transaction. On PostgreSQL, of multi-row statements (`lease_batch.rs`): every statement is a
+//! round trip to the server, so a batch costs about what one exchange's writes cost alone. On
+//! SQLite, statement by statement on a thread of its own (`sqlite_batch.rs`). An exchange still
+//! waits for its own write to commit: a lease is durable before anything is minted.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{mpsc, oneshot};
 
 use super::lease_batch::{self, Activation};
+use super::sqlite_batch::SqliteBatches;
 use super::writer::{Writer, Writers};
 use super::{Error, LeaseBegun, LeaseState, NewLease, SpentToken, lease_writes};
 
@@ -37,24 +38,29 @@ pub struct GroupCommitStats {
 }
 
 #[derive(Default)]
-struct Counters {
+pub(super) struct Counters {
     batches: AtomicU64,
     batched_writes: AtomicU64,
     batches_failed: AtomicU64,
 }
 
-enum Write {
+pub(super) enum Write {
     Begin { lease: QueuedLease, reply: oneshot::Sender<Result<LeaseBegun, Error>> },
     Activate { id: String, handle: String, reply: oneshot::Sender<Result<LeaseState, Error>> },
 }
 
 impl GroupCommit {
-    /// Starts the committing task; it ends once every handle to the store is dropped.
-    pub(super) fn start(writers: Writers) -> Self {
+    /// Starts the committing task; it ends once every handle to the store is dropped. On SQLite,
+    /// a thread committing on `sqlite` runs the batches.
+    pub(super) fn start(writers: Writers, sqlite: Option<rusqlite::Connection>) -> Result<Self, Error> {
         let (queue, writes) = mpsc::channel(QUEUE);
         let counters = Arc::new(Counters::default());
-        tokio::spawn(commit_as_they_come(writers, writes, counters.clone()));
-        Self { queue, counters }
+        let sqlite = match sqlite {
+            Some(connection) => Some(SqliteBatches::start(connection, writers.clone(), counters.clone())?),
+            None => None,
+        };
+        tokio::spawn(commit_as_they_come(writers, sqlite, writes, counters.clone()));
+        Ok(Self { queue, counters })
     }
 
     pub(super) fn stats(&self) -> GroupCommitStats {
@@ -78,13 +84,22 @@ impl GroupCommit {
     }
 }
 
-fn stopped() -> Error {
+pub(super) fn stopped() -> Error {
     Error::Unavailable(sqlx::Error::PoolClosed)
 }
 
-async fn commit_as_they_come(writers: Writers, mut writes: mpsc::Receiver<Write>, counters: Arc<Counters>) {
+async fn commit_as_they_come(
+    writers: Writers,
+    sqlite: Option<SqliteBatches>,
+    mut writes: mpsc::Receiver<Write>,
+    counters: Arc<Counters>,
+) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while writes.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        if let Some(sqlite) = &sqlite {
+            sqlite.submit(std::mem::replace(&mut batch, Vec::with_capacity(MAX_BATCH)));
+            continue;
+        }
         match writers.acquire().await {
             Ok(mut writer) => commit(&mut writer, &mut batch, &counters).await,
             Err(error) => {
@@ -109,8 +124,7 @@ async fn commit(writer: &mut Writer<'_>, batch: &mut Vec<Write>, counters: &Coun
         }
         match lease_batch::begin_and_activate(writer, &begins, &activations).await {
             Ok(outcomes) => {
-                counters.batches.fetch_add(1, Ordering::Relaxed);
-                counters.batched_writes.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                counters.batch_committed(batch.len());
                 let mut begun = outcomes.begun.into_iter();
                 let mut activated = outcomes.activated.into_iter();
                 for write in batch.drain(..) {
@@ -124,7 +138,7 @@ async fn commit(writer: &mut Writer<'_>, batch: &mut Vec<Write>, counters: &Coun
                 return;
             }
             Err(error) => {
-                counters.batches_failed.fetch_add(1, Ordering::Relaxed);
+                counters.batch_failed();
                 tracing::warn!(%error, writes = batch.len(), "a group commit failed; committing its writes one by one");
             }
         }
@@ -147,8 +161,19 @@ fn lost() -> Error {
     Error::Corrupt("a batched write lost its outcome".into())
 }
 
+impl Counters {
+    pub(super) fn batch_committed(&self, writes: usize) {
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.batched_writes.fetch_add(writes as u64, Ordering::Relaxed);
+    }
+
+    pub(super) fn batch_failed(&self) {
+        self.batches_failed.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 impl Write {
-    fn fail(self, error: Error) {
+    pub(super) fn fail(self, error: Error) {
         match self {
             Self::Begin { reply, .. } => _ = reply.send(Err(error)),
             Self::Activate { reply, .. } => _ = reply.send(Err(error)),
@@ -165,16 +190,17 @@ fn same_failure(error: &Error) -> Error {
 }
 
 /// A [`NewLease`] that owns its fields, to wait in the queue.
-struct QueuedLease {
-    id: String,
-    issuer: String,
-    job_id: String,
-    repository: String,
-    role: String,
-    backend: String,
-    expires_at: i64,
-    job_keep_until: i64,
-    spends: Option<(String, i64)>,
+pub(super) struct QueuedLease {
+    pub id: String,
+    pub issuer: String,
+    pub job_id: String,
+    pub repository: String,
+    pub role: String,
+    pub backend: String,
+    pub expires_at: i64,
+    pub job_keep_until: i64,
+    /// The token's id and expiry.
+    pub spends: Option<(String, i64)>,
 }
 
 impl From<&NewLease<'_>> for QueuedLease {

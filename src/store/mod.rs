@@ -1,6 +1,8 @@
 //! Persistence the lifecycle relies on, by capability: replay records, jobs, leases and the
 //! revocation queue kept on them. One SQL code path (sqlx's `Any` driver, portable SQL with
-//! `$N` parameters) for SQLite, the embedded default, and PostgreSQL, for several replicas.
+//! `$N` parameters) for SQLite, the embedded default, and PostgreSQL, for several replicas. The
+//! one exception is how SQLite runs the group commit's batches: the same statements, through
+//! rusqlite (`sqlite_batch.rs`).
 
 mod connect;
 mod group_commit;
@@ -11,6 +13,7 @@ mod lease_writes;
 mod leases;
 mod lock;
 mod replay;
+mod sqlite_batch;
 mod writer;
 
 pub use connect::{StoreConfig, StoreKind};
@@ -26,6 +29,9 @@ use thiserror::Error;
 pub enum Error {
     #[error("the store is unavailable: {0}")]
     Unavailable(#[from] sqlx::Error),
+    /// SQLite, through the group commit's own connection (`sqlite_batch.rs`).
+    #[error("the store is unavailable: {0}")]
+    Sqlite(#[from] rusqlite::Error),
     #[error("the store's schema could not be migrated: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("the database was migrated by a newer ci-creds (schema version {0}); upgrade this broker")]

@@ -22,6 +22,10 @@ impl Store {
     }
 }
 
+/// Inserts nothing for a token already spent.
+pub(super) const SPEND_TOKEN: &str = "INSERT INTO exchanged_tokens (issuer, token_id, expires_at) VALUES ($1, $2, $3)
+ ON CONFLICT (issuer, token_id) DO NOTHING";
+
 /// [`Store::record_exchange`] on `executor`, e.g. inside a lease's transaction.
 pub(super) async fn record_exchange_on<'e>(
     executor: impl Executor<'e, Database = Any>,
@@ -29,15 +33,7 @@ pub(super) async fn record_exchange_on<'e>(
     token_id: &str,
     expires_at: i64,
 ) -> Result<bool, Error> {
-    let inserted = sqlx::query(
-        "INSERT INTO exchanged_tokens (issuer, token_id, expires_at) VALUES ($1, $2, $3)
-         ON CONFLICT (issuer, token_id) DO NOTHING",
-    )
-    .bind(issuer)
-    .bind(token_id)
-    .bind(expires_at)
-    .execute(executor)
-    .await?
-    .rows_affected();
+    let inserted =
+        sqlx::query(SPEND_TOKEN).bind(issuer).bind(token_id).bind(expires_at).execute(executor).await?.rows_affected();
     Ok(inserted == 1)
 }

@@ -58,6 +58,14 @@ impl Writers {
     }
 }
 
+impl Writers {
+    /// On SQLite, waits for the kept connection's turn from a thread outside the runtime (without
+    /// a timeout: that thread has nothing else to do), and holds it while the guard lives.
+    pub(super) fn blocking_turn(&self) -> Option<MutexGuard<'_, AnyConnection>> {
+        self.kept.as_ref().map(|kept| kept.connection.blocking_lock())
+    }
+}
+
 impl Store {
     pub(super) async fn writer(&self) -> Result<Writer<'_>, Error> {
         self.writers.acquire().await
