@@ -9,6 +9,7 @@
 #   benches/load/run.sh [--duration 20s] [--concurrency 32] [--threads 2] [--warmup 3s]
 #                       [--tokens N] [--layout shared|split] [--out DIR]
 #
+# CI_CREDS_BIN=PATH: measure that binary instead of building this checkout.
 # --tokens: job tokens to sign for the measured runs (default: the ceiling's rate x duration + 25 %).
 # --layout: `shared` (default): every process on every core. `split`: OpenBao alone on the last
 #   core, everything else (broker, wrk, issuer) on the others, as when Vault runs on its own host
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
     --tokens) TOKENS=$2 ;;
     --layout) LAYOUT=$2 ;;
     --out) OUT=$2 ;;
-    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
   shift 2
@@ -93,11 +94,15 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Run a copy of the binary just built, so that another build in the same target directory cannot
-# swap it out mid-run.
-cargo build --release --locked --quiet
+# Run a copy of the binary just built (or of CI_CREDS_BIN, to compare two builds run after run),
+# so that another build in the same target directory cannot swap it out mid-run.
 BIN=$WORK/ci-creds
-cp "${CARGO_TARGET_DIR:-target}/release/ci-creds" "$BIN"
+if [ -n "${CI_CREDS_BIN:-}" ]; then
+  cp "$CI_CREDS_BIN" "$BIN"
+else
+  cargo build --release --locked --quiet
+  cp "${CARGO_TARGET_DIR:-target}/release/ci-creds" "$BIN"
+fi
 if ! "$BIN" dev token --help | grep -q -- --count; then
   echo "the built ci-creds has no \`dev token --count\`: another checkout sharing CARGO_TARGET_DIR" \
     "built last and cargo took it as fresh; touch src/main.rs and run again" >&2
@@ -286,6 +291,6 @@ BAO_PID=''
 
 # --- summary ---------------------------------------------------------------------------------
 HEADER="ci-creds load benchmark: $DURATION per target after a $WARMUP warm-up, concurrency $CONCURRENCY\
- ($THREADS wrk threads), $LAYOUT_NOTE; $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(bao version | cut -d' ' -f1-2)"
+ ($THREADS wrk threads), $LAYOUT_NOTE; ${CI_CREDS_BIN:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}; $(bao version | cut -d' ' -f1-2)"
 python3 "$HERE/summary.py" "$OUT" "$PEAK_RSS_KB" "$END_RSS_KB" "$HEADER" | tee "$OUT/summary.txt"
 echo "(written to $OUT/summary.txt; wrk output and logs in $OUT)"
