@@ -183,4 +183,13 @@ mod tests {
         assert!(!sqlite.get_test_before_acquire(), "an SQLite query would pay an extra worker round trip");
         assert!(postgres.get_test_before_acquire(), "a PostgreSQL connection dropped while idle would fail a request");
     }
+
+    #[test]
+    fn the_group_commit_opens_the_file_the_store_names_and_refuses_a_database_in_memory() {
+        let file = sqlite_file("sqlite:///var/lib/ci-creds/store.db?mode=rwc").unwrap();
+        assert_eq!(file, PathBuf::from("/var/lib/ci-creds/store.db"));
+        for url in ["sqlite::memory:", "sqlite://store.db?mode=memory"] {
+            assert!(matches!(sqlite_file(url), Err(Error::Config(_))), "{url}");
+        }
+    }
 }

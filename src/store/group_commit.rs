@@ -56,7 +56,7 @@ impl GroupCommit {
         let (queue, writes) = mpsc::channel(QUEUE);
         let counters = Arc::new(Counters::default());
         let sqlite = match sqlite {
-            Some(connection) => Some(SqliteBatches::start(connection, writers.clone(), counters.clone())?),
+            Some(connection) => Some(SqliteBatches::start(connection, counters.clone())?),
             None => None,
         };
         tokio::spawn(commit_as_they_come(writers, sqlite, writes, counters.clone()));
@@ -97,7 +97,15 @@ async fn commit_as_they_come(
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while writes.recv_many(&mut batch, MAX_BATCH).await > 0 {
         if let Some(sqlite) = &sqlite {
-            sqlite.submit(std::mem::replace(&mut batch, Vec::with_capacity(MAX_BATCH)));
+            // The thread holds the turn until the batch is committed: the next batch waits here.
+            match writers.sqlite_turn().await {
+                Ok(turn) => sqlite.submit(std::mem::replace(&mut batch, Vec::with_capacity(MAX_BATCH)), turn),
+                Err(error) => {
+                    for write in batch.drain(..) {
+                        write.fail(same_failure(&error));
+                    }
+                }
+            }
             continue;
         }
         match writers.acquire().await {

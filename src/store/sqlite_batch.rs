@@ -3,9 +3,8 @@
 //! connection's worker thread, so each statement is a round trip between threads: a batch took a
 //! dozen thread wake-ups, which cost more than SQLite's own work (on a VM, tens of microseconds
 //! each). Here a whole batch runs on one thread with statements prepared once and cached: one
-//! hand-off there, and the answers back. The thread is not a task on the runtime, so its next
-//! batch never waits behind requests for a worker. The statements are the ones sqlx runs on
-//! PostgreSQL (`lease_writes.rs`).
+//! hand-off there, and the answers back. The statements are the ones sqlx runs on PostgreSQL
+//! (`lease_writes.rs`).
 //!
 //! Each write runs in a savepoint of the batch's transaction: a write refused (a replay, an ended
 //! job) or failing leaves nothing behind and does not disturb its neighbours, so each fares
@@ -16,17 +15,16 @@ use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, SendError, Sender};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use sqlx::AnyConnection;
+use tokio::sync::OwnedMutexGuard;
 
 use super::group_commit::{Counters, QueuedLease, Write, stopped};
 use super::lease_writes::{ACTIVATE_LEASE, INSERT_LEASE, SEE_JOB, vanished};
 use super::replay::SPEND_TOKEN;
-use super::writer::Writers;
 use super::{Error, LeaseBegun, LeaseState, now};
 
 /// A batch's distinct statements, and a few to spare.
 const CACHED_STATEMENTS: usize = 8;
-/// Batches that queued up while one committed commit together, up to about this many writes.
-const MAX_WRITES: usize = 256;
 
 /// Opens the database file the store migrated, with the settings of every store connection.
 pub(super) fn open(path: &Path, settings: &str) -> Result<Connection, Error> {
@@ -38,7 +36,7 @@ pub(super) fn open(path: &Path, settings: &str) -> Result<Connection, Error> {
 
 /// The committing thread's queue; the thread ends once this is dropped.
 pub(super) struct SqliteBatches {
-    batches: Sender<Vec<Write>>,
+    batches: Sender<Submitted>,
 }
 
 /// What a write came to, before it is sent to whoever queued it.
@@ -47,21 +45,25 @@ enum Outcome {
     Activated(Result<LeaseState, Error>),
 }
 
+/// A batch, and the store writer's turn, held until the batch is committed so that no other write
+/// of this broker contends for SQLite's lock meanwhile.
+type Submitted = (Vec<Write>, Option<OwnedMutexGuard<AnyConnection>>);
+
 impl SqliteBatches {
-    /// Starts the thread committing on `connection`. It takes the store's writer for each batch,
-    /// so no other write of this broker contends for SQLite's lock meanwhile.
-    pub(super) fn start(connection: Connection, writers: Writers, counters: Arc<Counters>) -> Result<Self, Error> {
-        let (batches, queued) = mpsc::channel();
+    /// Starts the thread committing on `connection`.
+    pub(super) fn start(connection: Connection, counters: Arc<Counters>) -> Result<Self, Error> {
+        let (batches, submitted) = mpsc::channel();
         std::thread::Builder::new()
             .name("ci-creds-sqlite-commit".into())
-            .spawn(move || commit_as_they_come(connection, &writers, &queued, &counters))
+            .spawn(move || commit_as_they_come(connection, &submitted, &counters))
             .map_err(|error| Error::Unavailable(sqlx::Error::Io(error)))?;
         Ok(Self { batches })
     }
 
-    /// Hands `batch` to the thread, which answers each write once it is committed.
-    pub(super) fn submit(&self, batch: Vec<Write>) {
-        if let Err(SendError(batch)) = self.batches.send(batch) {
+    /// Hands `batch` and the writer's `turn` to the thread, which answers each write once it is
+    /// committed, then gives the turn back.
+    pub(super) fn submit(&self, batch: Vec<Write>, turn: Option<OwnedMutexGuard<AnyConnection>>) {
+        if let Err(SendError((batch, _turn))) = self.batches.send((batch, turn)) {
             for write in batch {
                 write.fail(stopped());
             }
@@ -69,19 +71,8 @@ impl SqliteBatches {
     }
 }
 
-fn commit_as_they_come(
-    mut connection: Connection,
-    writers: &Writers,
-    queued: &Receiver<Vec<Write>>,
-    counters: &Counters,
-) {
-    while let Ok(mut batch) = queued.recv() {
-        while batch.len() < MAX_WRITES
-            && let Ok(more) = queued.try_recv()
-        {
-            batch.extend(more);
-        }
-        let _turn = writers.blocking_turn();
+fn commit_as_they_come(mut connection: Connection, submitted: &Receiver<Submitted>, counters: &Counters) {
+    while let Ok((batch, _turn)) = submitted.recv() {
         commit(&mut connection, batch, counters);
     }
 }

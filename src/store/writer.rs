@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sqlx::pool::PoolConnection;
 use sqlx::{AnyConnection, AnyPool};
-use tokio::sync::{Mutex, MutexGuard};
+use tokio::sync::{Mutex, MutexGuard, OwnedMutexGuard};
 
 use super::{Error, Store};
 
@@ -45,6 +45,16 @@ impl Writers {
         Self { pool, kept: Some(KeptWriter { connection: Arc::new(Mutex::new(connection)), wait }) }
     }
 
+    /// On SQLite, the kept connection's turn for as long as the guard lives, wherever it goes:
+    /// the group commit hands it to its thread with the batch. Waits as [`Self::acquire`] does.
+    pub(super) async fn sqlite_turn(&self) -> Result<Option<OwnedMutexGuard<AnyConnection>>, Error> {
+        let Some(kept) = &self.kept else { return Ok(None) };
+        match tokio::time::timeout(kept.wait, kept.connection.clone().lock_owned()).await {
+            Ok(turn) => Ok(Some(turn)),
+            Err(_) => Err(Error::Unavailable(sqlx::Error::PoolTimedOut)),
+        }
+    }
+
     /// The connection for one write or one write transaction. Waits like a pool acquire: at most
     /// the configured acquire timeout, then the store is unavailable.
     pub(super) async fn acquire(&self) -> Result<Writer<'_>, Error> {
@@ -55,14 +65,6 @@ impl Writers {
             },
             None => Ok(Writer::Pooled(self.pool.acquire().await?)),
         }
-    }
-}
-
-impl Writers {
-    /// On SQLite, waits for the kept connection's turn from a thread outside the runtime (without
-    /// a timeout: that thread has nothing else to do), and holds it while the guard lives.
-    pub(super) fn blocking_turn(&self) -> Option<MutexGuard<'_, AnyConnection>> {
-        self.kept.as_ref().map(|kept| kept.connection.blocking_lock())
     }
 }
 
