@@ -23,7 +23,7 @@ use super::lease_writes::{ACTIVATE_LEASE, INSERT_LEASE, SEE_JOB, vanished};
 use super::replay::SPEND_TOKEN;
 use super::{Error, LeaseBegun, LeaseState, now};
 
-/// A batch's distinct statements, and a few to spare.
+/// The seven statements a batch runs, and one to spare.
 const CACHED_STATEMENTS: usize = 8;
 
 /// Opens the database file the store migrated, with the settings of every store connection.
