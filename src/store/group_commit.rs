@@ -96,21 +96,11 @@ async fn commit_as_they_come(
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while writes.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        if let Some(sqlite) = &sqlite {
-            // The thread holds the turn until the batch is committed: the next batch waits here.
-            match writers.sqlite_turn().await {
-                Ok(turn) => sqlite.submit(std::mem::replace(&mut batch, Vec::with_capacity(MAX_BATCH)), turn),
-                Err(error) => {
-                    for write in batch.drain(..) {
-                        write.fail(same_failure(&error));
-                    }
-                }
-            }
-            continue;
-        }
-        match writers.acquire().await {
-            Ok(mut writer) => commit(&mut writer, &mut batch, &counters).await,
-            Err(error) => {
+        match (writers.acquire().await, &sqlite) {
+            // The thread holds the writer until the batch is committed: the next batch waits here.
+            (Ok(writer), Some(sqlite)) => sqlite.submit(std::mem::take(&mut batch), writer),
+            (Ok(mut writer), None) => commit(&mut writer, &mut batch, &counters).await,
+            (Err(error), _) => {
                 for write in batch.drain(..) {
                     write.fail(same_failure(&error));
                 }
@@ -120,7 +110,7 @@ async fn commit_as_they_come(
 }
 
 /// Commits `batch` together; if that fails, each write alone, so one write's failure is its own.
-async fn commit(writer: &mut Writer<'_>, batch: &mut Vec<Write>, counters: &Counters) {
+async fn commit(writer: &mut Writer, batch: &mut Vec<Write>, counters: &Counters) {
     if batch.len() > 1 {
         let mut begins = Vec::new();
         let mut activations = Vec::new();

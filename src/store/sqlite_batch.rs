@@ -15,12 +15,11 @@ use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, SendError, Sender};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
-use sqlx::AnyConnection;
-use tokio::sync::OwnedMutexGuard;
 
 use super::group_commit::{Counters, QueuedLease, Write, stopped};
 use super::lease_writes::{ACTIVATE_LEASE, INSERT_LEASE, SEE_JOB, vanished};
 use super::replay::SPEND_TOKEN;
+use super::writer::Writer;
 use super::{Error, LeaseBegun, LeaseState, now};
 
 /// The seven statements a batch runs, and one to spare.
@@ -45,9 +44,9 @@ enum Outcome {
     Activated(Result<LeaseState, Error>),
 }
 
-/// A batch, and the store writer's turn, held until the batch is committed so that no other write
-/// of this broker contends for SQLite's lock meanwhile.
-type Submitted = (Vec<Write>, Option<OwnedMutexGuard<AnyConnection>>);
+/// A batch, and the store's writer, held until the batch is committed so that no other write of
+/// this broker contends for SQLite's lock meanwhile.
+type Submitted = (Vec<Write>, Writer);
 
 impl SqliteBatches {
     /// Starts the thread committing on `connection`.
@@ -60,10 +59,10 @@ impl SqliteBatches {
         Ok(Self { batches })
     }
 
-    /// Hands `batch` and the writer's `turn` to the thread, which answers each write once it is
-    /// committed, then gives the turn back.
-    pub(super) fn submit(&self, batch: Vec<Write>, turn: Option<OwnedMutexGuard<AnyConnection>>) {
-        if let Err(SendError((batch, _turn))) = self.batches.send((batch, turn)) {
+    /// Hands `batch` and the store's `writer` to the thread, which answers each write once it is
+    /// committed, then lets the writer go.
+    pub(super) fn submit(&self, batch: Vec<Write>, writer: Writer) {
+        if let Err(SendError((batch, _writer))) = self.batches.send((batch, writer)) {
             for write in batch {
                 write.fail(stopped());
             }
@@ -72,7 +71,7 @@ impl SqliteBatches {
 }
 
 fn commit_as_they_come(mut connection: Connection, submitted: &Receiver<Submitted>, counters: &Counters) {
-    while let Ok((batch, _turn)) = submitted.recv() {
+    while let Ok((batch, _writer)) = submitted.recv() {
         commit(&mut connection, batch, counters);
     }
 }

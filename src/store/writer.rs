@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sqlx::pool::PoolConnection;
 use sqlx::{AnyConnection, AnyPool};
-use tokio::sync::{Mutex, MutexGuard, OwnedMutexGuard};
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use super::{Error, Store};
 
@@ -30,10 +30,11 @@ struct KeptWriter {
     wait: Duration,
 }
 
-/// A connection to write on, for as long as it is held.
-pub(super) enum Writer<'a> {
+/// A connection to write on, for as long as it is held, wherever it goes: the group commit hands
+/// SQLite's to its thread with the batch.
+pub(super) enum Writer {
     Pooled(PoolConnection<sqlx::Any>),
-    Kept(MutexGuard<'a, AnyConnection>),
+    Kept(OwnedMutexGuard<AnyConnection>),
 }
 
 impl Writers {
@@ -45,21 +46,11 @@ impl Writers {
         Self { pool, kept: Some(KeptWriter { connection: Arc::new(Mutex::new(connection)), wait }) }
     }
 
-    /// On SQLite, the kept connection's turn for as long as the guard lives, wherever it goes:
-    /// the group commit hands it to its thread with the batch. Waits as [`Self::acquire`] does.
-    pub(super) async fn sqlite_turn(&self) -> Result<Option<OwnedMutexGuard<AnyConnection>>, Error> {
-        let Some(kept) = &self.kept else { return Ok(None) };
-        match tokio::time::timeout(kept.wait, kept.connection.clone().lock_owned()).await {
-            Ok(turn) => Ok(Some(turn)),
-            Err(_) => Err(Error::Unavailable(sqlx::Error::PoolTimedOut)),
-        }
-    }
-
     /// The connection for one write or one write transaction. Waits like a pool acquire: at most
     /// the configured acquire timeout, then the store is unavailable.
-    pub(super) async fn acquire(&self) -> Result<Writer<'_>, Error> {
+    pub(super) async fn acquire(&self) -> Result<Writer, Error> {
         match &self.kept {
-            Some(kept) => match tokio::time::timeout(kept.wait, kept.connection.lock()).await {
+            Some(kept) => match tokio::time::timeout(kept.wait, kept.connection.clone().lock_owned()).await {
                 Ok(connection) => Ok(Writer::Kept(connection)),
                 Err(_) => Err(Error::Unavailable(sqlx::Error::PoolTimedOut)),
             },
@@ -69,12 +60,12 @@ impl Writers {
 }
 
 impl Store {
-    pub(super) async fn writer(&self) -> Result<Writer<'_>, Error> {
+    pub(super) async fn writer(&self) -> Result<Writer, Error> {
         self.writers.acquire().await
     }
 }
 
-impl Deref for Writer<'_> {
+impl Deref for Writer {
     type Target = AnyConnection;
 
     fn deref(&self) -> &AnyConnection {
@@ -85,7 +76,7 @@ impl Deref for Writer<'_> {
     }
 }
 
-impl DerefMut for Writer<'_> {
+impl DerefMut for Writer {
     fn deref_mut(&mut self) -> &mut AnyConnection {
         match self {
             Self::Pooled(connection) => connection,
