@@ -6,7 +6,7 @@
 //!    decoding and mapping to `Job`;
 //! 3. `verify_map_policy`: + `PolicySet::decide` over 200 roles and 1,000 rules;
 //! 4. `verify_map_policy_store`: + the replay record and one pending lease per granted role in
-//!    SQLite, as the exchange writes them before it asks a backend.
+//!    SQLite, in one write, as the exchange writes them before it asks a backend.
 //!
 //! Two groups: `decision_path` runs one request at a time (the latency of each stage);
 //! `decision_path_32_in_flight` keeps 32 requests in flight on two worker threads, as a server
@@ -35,7 +35,7 @@ use ci_creds::job::{CiKind, Job};
 use ci_creds::lifecycle::LifecycleConfig;
 use ci_creds::net::HttpClient;
 use ci_creds::policy::{Decision, PolicyFile, PolicySet, Role};
-use ci_creds::store::{LeaseBegun, NewLease, SpentToken, Store};
+use ci_creds::store::{LeaseBegun, NewLease, NewLeases, SpentToken, Store};
 use criterion::Criterion;
 use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -189,27 +189,30 @@ impl Stages {
     }
 }
 
-/// What `lifecycle/exchange.rs` writes before any backend is asked: one pending lease per
-/// granted role, the first in one transaction with the replay record (refused if the job has
-/// ended or the token was exchanged before).
+/// What `lifecycle/exchange.rs` writes before any backend is asked, in one transaction: the
+/// token spent and one pending lease per granted role (refused if the job has ended or the token
+/// was exchanged before).
 async fn record_before_minting(store: &Store, job: &Job, roles: &[&Role]) {
     let retention = LifecycleConfig::default().retention.as_secs() as i64;
-    for (n, role) in roles.iter().enumerate() {
-        let lease_id = uuid::Uuid::now_v7().to_string();
-        let expires_at = ci_creds::store::now() + role.max_ttl.as_secs() as i64;
-        let lease = NewLease {
-            id: &lease_id,
-            issuer: &job.issuer,
-            job_id: &job.job_id,
-            repository: &job.repository,
-            role: &role.name,
-            backend: role.backend.as_str(),
-            expires_at,
-            job_keep_until: expires_at.max(job.expires_at) + retention,
-            spends: (n == 0).then_some(SpentToken { token_id: &job.token_id, expires_at: job.expires_at }),
-        };
-        assert_eq!(store.begin_lease(&lease).await.expect("store"), LeaseBegun::Begun);
-    }
+    let expires_at = |role: &Role| ci_creds::store::now() + role.max_ttl.as_secs() as i64;
+    let last_expiry = roles.iter().map(|role| expires_at(role)).max().unwrap_or_default();
+    let leases = NewLeases {
+        issuer: job.issuer.clone(),
+        job_id: job.job_id.clone(),
+        repository: job.repository.clone(),
+        job_keep_until: last_expiry.max(job.expires_at) + retention,
+        spends: Some(SpentToken { token_id: job.token_id.clone(), expires_at: job.expires_at }),
+        leases: roles
+            .iter()
+            .map(|role| NewLease {
+                id: uuid::Uuid::now_v7().to_string(),
+                role: role.name.clone(),
+                backend: role.backend.as_str().to_owned(),
+                expires_at: expires_at(role),
+            })
+            .collect(),
+    };
+    assert_eq!(store.begin_leases(&leases).await.expect("store"), LeaseBegun::Begun);
 }
 
 impl Fixture {

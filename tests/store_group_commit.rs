@@ -4,7 +4,7 @@
 
 mod support;
 
-use ci_creds::store::{GroupCommitStats, JobState, LeaseBegun, LeaseState, NewLease, SpentToken, StoreKind, now};
+use ci_creds::store::{GroupCommitStats, JobState, LeaseBegun, LeaseState, NewLeases, SpentToken, now};
 use futures_util::future::join_all;
 use support::store::{Subject, handle, postgres, sqlite};
 
@@ -31,10 +31,10 @@ on_every_store!(
     a_failing_write_fails_alone,
 );
 
-/// A lease of job `job_id` that spends the token `spends`, if any.
-fn lease<'a>(id: &'a str, job_id: &'a str, spends: Option<&'a str>, far: i64) -> NewLease<'a> {
-    let spends = spends.map(|token_id| SpentToken { token_id, expires_at: far });
-    NewLease { spends, ..support::store::lease(id, job_id, far) }
+/// An exchange of job `job_id` that begins lease `id` and spends the token `spends`, if any.
+fn lease(id: &str, job_id: &str, spends: Option<&str>, far: i64) -> NewLeases {
+    let spends = spends.map(|token_id| SpentToken { token_id: token_id.into(), expires_at: far });
+    NewLeases { spends, ..support::store::lease(id, job_id, far) }
 }
 
 async fn concurrent_leases_begin_together_as_each_would_alone(subject: Subject) {
@@ -56,9 +56,9 @@ async fn concurrent_leases_begin_together_as_each_would_alone(subject: Subject) 
     for ((id, job), token) in others.iter().zip(&tokens) {
         cases.push(("another job", lease(id, job, Some(token), far), LeaseBegun::Begun));
     }
-    let outcomes = join_all(cases.iter().map(|(_, lease, _)| store.begin_lease(lease))).await;
+    let outcomes = join_all(cases.iter().map(|(_, lease, _)| store.begin_leases(lease))).await;
     for ((case, lease, expected), outcome) in cases.iter().zip(outcomes) {
-        assert_eq!(outcome.unwrap(), *expected, "{case} ({})", lease.id);
+        assert_eq!(outcome.unwrap(), *expected, "{case} ({})", lease.leases[0].id);
     }
     assert_eq!(
         store.group_commit_stats(),
@@ -70,6 +70,9 @@ async fn concurrent_leases_begin_together_as_each_would_alone(subject: Subject) 
     let ids: Vec<(&str, LeaseState)> = job1.iter().map(|lease| (lease.id.as_str(), lease.state)).collect();
     assert_eq!(ids, [("fresh", LeaseState::Pending), ("fresh-2", LeaseState::Pending)]);
     assert!(store.leases_of_job("github", "ended").await.unwrap().is_empty());
+    let jobs = store.jobs(100).await.unwrap();
+    let ended = jobs.iter().find(|job| job.job_id == "ended").unwrap();
+    assert_eq!(ended.repository, None, "a refused write leaves the ended job's record as it was");
     assert!(store.leases_of_job("github", "2").await.unwrap().is_empty(), "a replay writes no lease");
     assert_eq!(store.count_jobs(JobState::Active).await.unwrap(), 21, "job 1 and the 20 others; not the replaying job");
     assert!(!store.record_exchange("github", "jti:19", far).await.unwrap(), "the others' tokens are spent");
@@ -83,7 +86,7 @@ async fn concurrent_activations_and_begins_commit_together(subject: Subject) {
     let store = subject.store;
     let far = now() + 3600;
     for (id, job) in [("a", "1"), ("b", "1"), ("c", "2")] {
-        assert_eq!(store.begin_lease(&lease(id, job, None, far)).await.unwrap(), LeaseBegun::Begun);
+        assert_eq!(store.begin_leases(&lease(id, job, None, far)).await.unwrap(), LeaseBegun::Begun);
     }
     store.end_job("github", "2", "self", None, far).await.unwrap();
     let written_alone = store.group_commit_stats();
@@ -91,7 +94,7 @@ async fn concurrent_activations_and_begins_commit_together(subject: Subject) {
     let (handles, ids) = (["a", "b", "c", "gone"].map(handle), ["a", "b", "c", "gone"]);
     let activations = join_all(ids.iter().zip(&handles).map(|(id, handle)| store.activate_lease(id, handle)));
     let new_leases = [lease("d", "3", Some("jti:d"), far), lease("e", "2", Some("jti:e"), far)];
-    let begins = join_all(new_leases.iter().map(|lease| store.begin_lease(lease)));
+    let begins = join_all(new_leases.iter().map(|lease| store.begin_leases(lease)));
     let (activated, begun) = tokio::join!(activations, begins);
 
     let activated: Vec<_> = activated.into_iter().map(|outcome| outcome.map_err(|e| e.to_string())).collect();
@@ -120,14 +123,12 @@ async fn a_failing_write_fails_alone(subject: Subject) {
         lease("same-id", "3", Some("jti:3"), far),
         lease("last", "4", Some("jti:4"), far),
     ];
-    let outcomes = join_all(leases.iter().map(|lease| store.begin_lease(lease))).await;
-    let stats = store.group_commit_stats();
-    match store.kind() {
-        // One multi-row insert for the batch: it fails as a whole, then is committed write by write.
-        StoreKind::Postgres => assert_eq!(stats, GroupCommitStats { batches: 0, batched_writes: 0, batches_failed: 1 }),
-        // Each write in a savepoint: the failing one is undone, the batch commits the others.
-        StoreKind::Sqlite => assert_eq!(stats, GroupCommitStats { batches: 1, batched_writes: 4, batches_failed: 0 }),
-    }
+    let outcomes = join_all(leases.iter().map(|lease| store.begin_leases(lease))).await;
+    assert_eq!(
+        store.group_commit_stats(),
+        GroupCommitStats { batches: 0, batched_writes: 0, batches_failed: 1 },
+        "the batch fails as a whole, then is committed write by write"
+    );
     assert_eq!(outcomes[0].as_ref().unwrap(), &LeaseBegun::Begun);
     assert_eq!(outcomes[1].as_ref().unwrap(), &LeaseBegun::Begun);
     assert!(outcomes[2].is_err(), "the duplicate id fails, alone");

@@ -5,6 +5,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use ci_creds::backends::RevokeHandle;
+use ci_creds::store::LeaseState;
 use reqwest::Method;
 use serde_json::json;
 use sqlx::Connection;
@@ -80,4 +82,34 @@ async fn an_unreadable_secret_fails_the_exchange_and_takes_the_token_back() {
     assert!(status >= 500, "{answer}");
     let leases = stack.leases("github", "289782451").await;
     assert_eq!(leases[0].state, ci_creds::store::LeaseState::Failed);
+}
+
+/// All or nothing: a role that fails takes back the roles minted before it, and the roles after
+/// it are never minted. Their leases, written together before any minting, say so.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_role_takes_back_the_roles_before_it_and_mints_none_after_it() {
+    let stack = Stack::start().await;
+    stack.bao.put_policy("db-readonly", r#"path "database/creds/readonly" { capabilities = ["read"] }"#).await;
+    let token = github_token(&stack.github, |_| {});
+    let roles = json!({"roles": ["read-config", "db-readonly", "deploy-prod"]});
+    let (status, answer) = stack.broker.exchange(&token, &roles).await;
+    assert!(status >= 500, "{answer}");
+
+    let leases = stack.leases("github", "289782451").await;
+    let state = |role: &str| leases.iter().find(|lease| lease.role == role).map(|lease| lease.state);
+    assert_eq!(leases.len(), 3, "one lease per role, written before minting: {leases:?}");
+    assert!(matches!(state("read-config"), Some(LeaseState::Revoking | LeaseState::Revoked)), "{leases:?}");
+    assert_eq!(state("db-readonly"), Some(LeaseState::Failed), "its secret could not be read");
+    assert_eq!(state("deploy-prod"), Some(LeaseState::Failed), "never minted: {leases:?}");
+    let minted: Vec<String> = leases
+        .iter()
+        .filter_map(|lease| match &lease.handle {
+            Some(RevokeHandle::Vault { accessor }) => Some(accessor.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(minted.len(), 1, "only read-config was minted: {leases:?}");
+    stack.until_revoked(&minted, Duration::from_secs(10)).await;
+    let (status, answer) = stack.broker.exchange(&token, &roles).await;
+    assert_eq!((status, answer["error"].as_str()), (409, Some("token_replayed")), "{answer}");
 }

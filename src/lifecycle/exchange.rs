@@ -11,7 +11,7 @@ use crate::backends::{self, Backend, Credential, MintRequest, Minted, RevokeHand
 use crate::identity::token_sha256;
 use crate::job::Job;
 use crate::policy::{AWS_MIN_SESSION, BackendKind, Decision, Role};
-use crate::store::{LeaseBegun, LeaseState, NewLease, SpentToken};
+use crate::store::{LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 
 /// More roles than any job needs in one exchange; bounds the work one request can cause.
 pub const MAX_ROLES_PER_EXCHANGE: usize = 16;
@@ -28,6 +28,13 @@ pub struct IssuedCredential {
     pub lease_id: String,
     pub expires_at: OffsetDateTime,
     pub credential: Credential,
+}
+
+/// A role's lease as written before its credential is minted.
+struct PlannedLease {
+    id: String,
+    ttl: Duration,
+    expires_at: OffsetDateTime,
 }
 
 pub struct Exchanged {
@@ -103,14 +110,13 @@ impl Broker {
                 return Err(Error::Denied(denials));
             }
         };
+        let planned = self.begin_leases(job, &roles, request.ttl).await?;
         let mut issued = Vec::with_capacity(roles.len());
-        for (n, role) in roles.into_iter().enumerate() {
-            // The token is spent with the first lease, in one transaction: a replay is refused
-            // before anything is minted, and a store failure leaves the token unspent.
-            let spends = (n == 0).then_some(SpentToken { token_id: &job.token_id, expires_at: job.expires_at });
-            match self.mint(job, token_sha256, role, request.ttl, spends).await {
+        for (n, (role, lease)) in roles.iter().zip(&planned).enumerate() {
+            match self.mint(job, token_sha256, role, lease).await {
                 Ok(credential) => issued.push(credential),
                 Err(error) => {
+                    self.abandon(&planned[n + 1..]).await;
                     self.take_back(&issued).await;
                     return Err(error);
                 }
@@ -124,52 +130,71 @@ impl Broker {
         Ok(issued)
     }
 
+    /// Writes the exchange's intent to mint, one pending lease per role, and spends its token,
+    /// in one transaction: a replay or an ended job is refused before anything is minted, and a
+    /// store failure leaves the token unspent.
+    async fn begin_leases(
+        &self,
+        job: &Job,
+        roles: &[&Role],
+        ttl: Option<Duration>,
+    ) -> Result<Vec<PlannedLease>, Error> {
+        let now = OffsetDateTime::now_utc();
+        let planned: Vec<PlannedLease> = roles
+            .iter()
+            .map(|role| {
+                let ttl = granted_ttl(role, ttl);
+                PlannedLease { id: uuid::Uuid::now_v7().to_string(), ttl, expires_at: now + ttl }
+            })
+            .collect();
+        let last_expiry = planned.iter().map(|lease| lease.expires_at.unix_timestamp()).max().unwrap_or_default();
+        let new_leases = NewLeases {
+            issuer: job.issuer.clone(),
+            job_id: job.job_id.clone(),
+            repository: job.repository.clone(),
+            job_keep_until: last_expiry.max(job.expires_at) + self.lifecycle.retention.as_secs() as i64,
+            spends: Some(SpentToken { token_id: job.token_id.clone(), expires_at: job.expires_at }),
+            leases: roles
+                .iter()
+                .zip(&planned)
+                .map(|(role, lease)| NewLease {
+                    id: lease.id.clone(),
+                    role: role.name.clone(),
+                    backend: role.backend.as_str().to_owned(),
+                    expires_at: lease.expires_at.unix_timestamp(),
+                })
+                .collect(),
+        };
+        match self.store.begin_leases(&new_leases).await? {
+            LeaseBegun::Begun => Ok(planned),
+            LeaseBegun::Replayed => {
+                tracing::warn!(issuer = %job.issuer, job_id = %job.job_id, "token replayed");
+                Err(Error::Replayed)
+            }
+            LeaseBegun::JobEnded => Err(Error::JobEnded),
+        }
+    }
+
     async fn mint(
         &self,
         job: &Job,
         token_sha256: &str,
         role: &Role,
-        ttl: Option<Duration>,
-        spends: Option<SpentToken<'_>>,
+        lease: &PlannedLease,
     ) -> Result<IssuedCredential, Error> {
-        let ttl = granted_ttl(role, ttl);
-        let expires_at = OffsetDateTime::now_utc() + ttl;
-        let lease_id = uuid::Uuid::now_v7().to_string();
-        let keep_until = expires_at.unix_timestamp().max(job.expires_at) + self.lifecycle.retention.as_secs() as i64;
-        let begun = self
-            .store
-            .begin_lease(&NewLease {
-                id: &lease_id,
-                issuer: &job.issuer,
-                job_id: &job.job_id,
-                repository: &job.repository,
-                role: &role.name,
-                backend: role.backend.as_str(),
-                expires_at: expires_at.unix_timestamp(),
-                job_keep_until: keep_until,
-                spends,
-            })
-            .await?;
-        match begun {
-            LeaseBegun::Begun => {}
-            LeaseBegun::Replayed => {
-                tracing::warn!(issuer = %job.issuer, job_id = %job.job_id, "token replayed");
-                return Err(Error::Replayed);
-            }
-            LeaseBegun::JobEnded => return Err(Error::JobEnded),
-        }
+        let lease_id = &lease.id;
         let started = std::time::Instant::now();
-        let minted = self.mint_with_backend(job, role, ttl).await;
+        let minted = self.mint_with_backend(job, role, lease.ttl).await;
         crate::metrics::backend_call(role.backend.as_str(), "mint", started.elapsed(), minted.is_ok());
         let minted = match minted {
             Ok(minted) => minted,
             Err(error) => {
                 tracing::warn!(role = %role.name, %error, "minting failed");
-                self.store.set_lease_state(&lease_id, LeaseState::Failed).await?;
+                self.store.set_lease_state(lease_id, LeaseState::Failed).await?;
                 return Err(error.into());
             }
         };
-        match self.store.activate_lease(&lease_id, &minted.handle).await {
+        match self.store.activate_lease(lease_id, &minted.handle).await {
             Ok(LeaseState::Active) => {}
             Ok(_) => {
                 // The job ended while this credential was minted; the queue now has its handle.
@@ -182,17 +207,22 @@ impl Broker {
                 return Err(error.into());
             }
         }
-        let expires_at = minted.expires_at.unwrap_or(expires_at);
+        let expires_at = minted.expires_at.unwrap_or(lease.expires_at);
         self.audit.record(&Event::CredentialMinted {
             token_sha256,
             job: JobIdentity::from(job),
             role: &role.name,
-            lease_id: &lease_id,
+            lease_id,
             backend: role.backend.as_str(),
             handle: &minted.handle,
             expires_at: expires_at.unix_timestamp(),
         });
-        Ok(IssuedCredential { role: role.name.clone(), lease_id, expires_at, credential: minted.credential })
+        Ok(IssuedCredential {
+            role: role.name.clone(),
+            lease_id: lease_id.clone(),
+            expires_at,
+            credential: minted.credential,
+        })
     }
 
     async fn mint_with_backend(&self, job: &Job, role: &Role, ttl: Duration) -> Result<Minted, backends::Error> {
@@ -204,6 +234,16 @@ impl Broker {
             BackendKind::Aws => {
                 let scope = role.aws.as_ref().ok_or(backends::Error::NotConfigured("aws"))?;
                 self.backends.aws()?.mint(MintRequest { job, role: &role.name, scope, ttl }).await
+            }
+        }
+    }
+
+    /// Records the leases of roles never minted, because an earlier role failed, as failed: no
+    /// credential exists for them.
+    async fn abandon(&self, leases: &[PlannedLease]) {
+        for lease in leases {
+            if let Err(error) = self.store.set_lease_state(&lease.id, LeaseState::Failed).await {
+                tracing::error!(lease_id = %lease.id, %error, "cannot record a lease never minted as failed; it expires in time");
             }
         }
     }

@@ -1,9 +1,8 @@
-//! Group commit for the exchange's writes. Concurrent exchanges hand their writes (a lease
-//! begun, a lease activated) to one task, which commits whatever queued up meanwhile in one
-//! transaction. On PostgreSQL, of multi-row statements (`lease_batch.rs`): every statement is a
-//! round trip to the server, so a batch costs about what one exchange's writes cost alone. On
-//! SQLite, statement by statement on a thread of its own (`sqlite_batch.rs`). An exchange still
-//! waits for its own write to commit: a lease is durable before anything is minted.
+//! Group commit for the exchange's writes. Concurrent exchanges hand their writes (leases begun,
+//! a lease activated) to one task, which commits whatever queued up meanwhile in one
+//! transaction: on PostgreSQL, of multi-row statements (`lease_batch.rs`); on SQLite, statement
+//! by statement on a thread of its own (`sqlite_batch.rs`). An exchange still waits for its own
+//! write to commit: a lease is durable before anything is minted.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,9 +12,10 @@ use tokio::sync::{mpsc, oneshot};
 use super::lease_batch::{self, Activation};
 use super::sqlite_batch::SqliteBatches;
 use super::writer::{Writer, Writers};
-use super::{Error, LeaseBegun, LeaseState, NewLease, SpentToken, lease_writes};
+use super::{Error, LeaseBegun, LeaseState, NewLeases};
 
-/// The most writes one transaction takes; also bounds a statement's parameters (8 per lease).
+/// The most writes one transaction takes; also bounds a PostgreSQL statement's parameters (6 per
+/// lease, 16 leases per exchange at most: well below PostgreSQL's 65,535).
 const MAX_BATCH: usize = 128;
 /// Writes waiting beyond this make exchanges wait to queue theirs.
 const QUEUE: usize = 1024;
@@ -45,7 +45,7 @@ pub(super) struct Counters {
 }
 
 pub(super) enum Write {
-    Begin { lease: QueuedLease, reply: oneshot::Sender<Result<LeaseBegun, Error>> },
+    Begin { leases: NewLeases, reply: oneshot::Sender<Result<LeaseBegun, Error>> },
     Activate { id: String, handle: String, reply: oneshot::Sender<Result<LeaseState, Error>> },
 }
 
@@ -71,9 +71,9 @@ impl GroupCommit {
         }
     }
 
-    pub(super) async fn begin_lease(&self, lease: &NewLease<'_>) -> Result<LeaseBegun, Error> {
+    pub(super) async fn begin_leases(&self, leases: &NewLeases) -> Result<LeaseBegun, Error> {
         let (reply, answer) = oneshot::channel();
-        self.queue.send(Write::Begin { lease: QueuedLease::from(lease), reply }).await.map_err(|_| stopped())?;
+        self.queue.send(Write::Begin { leases: leases.clone(), reply }).await.map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
     }
 
@@ -111,48 +111,50 @@ async fn commit_as_they_come(
 
 /// Commits `batch` together; if that fails, each write alone, so one write's failure is its own.
 async fn commit(writer: &mut Writer, batch: &mut Vec<Write>, counters: &Counters) {
-    if batch.len() > 1 {
-        let mut begins = Vec::new();
-        let mut activations = Vec::new();
-        for write in batch.iter() {
-            match write {
-                Write::Begin { lease, .. } => begins.push(lease.as_new_lease()),
-                Write::Activate { id, handle, .. } => activations.push(Activation { id, handle }),
-            }
-        }
-        match lease_batch::begin_and_activate(writer, &begins, &activations).await {
-            Ok(outcomes) => {
-                counters.batch_committed(batch.len());
-                let mut begun = outcomes.begun.into_iter();
-                let mut activated = outcomes.activated.into_iter();
-                for write in batch.drain(..) {
-                    match write {
-                        Write::Begin { reply, .. } => _ = reply.send(begun.next().ok_or_else(lost)),
-                        Write::Activate { reply, .. } => {
-                            _ = reply.send(activated.next().unwrap_or_else(|| Err(lost())))
-                        }
-                    }
-                }
+    let writes = batch.len();
+    if writes > 1 {
+        match commit_together(writer, batch).await {
+            Ok(()) => {
+                counters.batch_committed(writes);
                 return;
             }
             Err(error) => {
                 counters.batch_failed();
-                tracing::warn!(%error, writes = batch.len(), "a group commit failed; committing its writes one by one");
+                tracing::warn!(%error, writes, "a group commit failed; committing its writes one by one");
             }
         }
     }
     // A reply nobody waits for any more (the request was dropped) is of no consequence: the
     // write stands, as it would had the request gone on.
     for write in batch.drain(..) {
-        match write {
-            Write::Begin { lease, reply } => {
-                _ = reply.send(lease_writes::begin_lease(writer, &lease.as_new_lease()).await);
-            }
-            Write::Activate { id, handle, reply } => {
-                _ = reply.send(lease_writes::activate_lease(writer, &id, &handle).await);
-            }
+        let mut alone = vec![write];
+        if let Err(error) = commit_together(writer, &mut alone).await {
+            alone.pop().expect("the write is answered only once committed").fail(error);
         }
     }
+}
+
+/// Commits `batch` in one transaction and answers each write, leaving `batch` empty; on failure,
+/// answers none and leaves `batch` as it was.
+async fn commit_together(writer: &mut Writer, batch: &mut Vec<Write>) -> Result<(), Error> {
+    let mut begins = Vec::new();
+    let mut activations = Vec::new();
+    for write in batch.iter() {
+        match write {
+            Write::Begin { leases, .. } => begins.push(leases),
+            Write::Activate { id, handle, .. } => activations.push(Activation { id, handle }),
+        }
+    }
+    let outcomes = lease_batch::begin_and_activate(writer, &begins, &activations).await?;
+    let mut begun = outcomes.begun.into_iter();
+    let mut activated = outcomes.activated.into_iter();
+    for write in batch.drain(..) {
+        match write {
+            Write::Begin { reply, .. } => _ = reply.send(begun.next().ok_or_else(lost)),
+            Write::Activate { reply, .. } => _ = reply.send(activated.next().unwrap_or_else(|| Err(lost()))),
+        }
+    }
+    Ok(())
 }
 
 fn lost() -> Error {
@@ -184,51 +186,5 @@ fn same_failure(error: &Error) -> Error {
     match error {
         Error::Unavailable(sqlx::Error::PoolTimedOut) => Error::Unavailable(sqlx::Error::PoolTimedOut),
         other => Error::Unavailable(sqlx::Error::Io(std::io::Error::other(other.to_string()))),
-    }
-}
-
-/// A [`NewLease`] that owns its fields, to wait in the queue.
-pub(super) struct QueuedLease {
-    pub id: String,
-    pub issuer: String,
-    pub job_id: String,
-    pub repository: String,
-    pub role: String,
-    pub backend: String,
-    pub expires_at: i64,
-    pub job_keep_until: i64,
-    /// The token's id and expiry.
-    pub spends: Option<(String, i64)>,
-}
-
-impl From<&NewLease<'_>> for QueuedLease {
-    fn from(lease: &NewLease<'_>) -> Self {
-        Self {
-            id: lease.id.to_owned(),
-            issuer: lease.issuer.to_owned(),
-            job_id: lease.job_id.to_owned(),
-            repository: lease.repository.to_owned(),
-            role: lease.role.to_owned(),
-            backend: lease.backend.to_owned(),
-            expires_at: lease.expires_at,
-            job_keep_until: lease.job_keep_until,
-            spends: lease.spends.map(|token| (token.token_id.to_owned(), token.expires_at)),
-        }
-    }
-}
-
-impl QueuedLease {
-    fn as_new_lease(&self) -> NewLease<'_> {
-        NewLease {
-            id: &self.id,
-            issuer: &self.issuer,
-            job_id: &self.job_id,
-            repository: &self.repository,
-            role: &self.role,
-            backend: &self.backend,
-            expires_at: self.expires_at,
-            job_keep_until: self.job_keep_until,
-            spends: self.spends.as_ref().map(|(token_id, expires_at)| SpentToken { token_id, expires_at: *expires_at }),
-        }
     }
 }

@@ -55,28 +55,35 @@ impl FromStr for LeaseState {
     }
 }
 
-/// A lease about to be minted, and the job it belongs to.
+/// What an exchange writes before it asks any backend, in one transaction: the token it spends,
+/// its job as seen, and one pending lease per granted role. Nothing of it is written if the token
+/// was exchanged before or the job has ended.
 #[derive(Clone, Debug)]
-pub struct NewLease<'a> {
-    pub id: &'a str,
-    pub issuer: &'a str,
-    pub job_id: &'a str,
-    pub repository: &'a str,
-    pub role: &'a str,
-    pub backend: &'a str,
-    /// Unix seconds.
-    pub expires_at: i64,
+pub struct NewLeases {
+    pub issuer: String,
+    pub job_id: String,
+    pub repository: String,
     /// Unix seconds until which the job's record must be kept (beyond its token's expiry).
     pub job_keep_until: i64,
-    /// The exchange's token, recorded as spent in the same transaction (with its first lease):
-    /// the replay check and the intent to mint commit together or not at all.
-    pub spends: Option<SpentToken<'a>>,
+    /// The exchange's token: the replay check and the intent to mint commit together or not at all.
+    pub spends: Option<SpentToken>,
+    pub leases: Vec<NewLease>,
 }
 
-/// A token an exchange spends: its issuer is the lease's.
-#[derive(Clone, Copy, Debug)]
-pub struct SpentToken<'a> {
-    pub token_id: &'a str,
+/// A lease about to be minted.
+#[derive(Clone, Debug)]
+pub struct NewLease {
+    pub id: String,
+    pub role: String,
+    pub backend: String,
+    /// Unix seconds.
+    pub expires_at: i64,
+}
+
+/// A token an exchange spends: its issuer is the job's.
+#[derive(Clone, Debug)]
+pub struct SpentToken {
+    pub token_id: String,
     /// Unix seconds; the record is kept until then, as the token can be replayed until then.
     pub expires_at: i64,
 }

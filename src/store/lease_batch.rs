@@ -1,6 +1,7 @@
-//! The exchange's writes for many leases at once, in one transaction of multi-row statements,
-//! with the outcome each write would have had alone, in the order given (`lease_writes.rs`).
-//! Rows are written in key order, so that concurrent batches on PostgreSQL lock them in the
+//! The exchange's writes on PostgreSQL: many exchanges' at once, in one transaction of
+//! multi-row statements, with the outcome each write would have had alone, in the order given.
+//! Every statement is a round trip to the server, so a batch costs about what one exchange's
+//! writes cost alone. Rows are written in key order, so that concurrent batches lock them in the
 //! same order. Placeholders are numbered here: sqlx's `QueryBuilder` writes `?` for the `Any`
 //! driver, which PostgreSQL refuses.
 
@@ -9,8 +10,7 @@ use std::collections::btree_map::Entry;
 
 use sqlx::{AnyConnection, Connection, Row};
 
-use super::lease_writes::vanished;
-use super::{Error, LeaseBegun, LeaseState, NewLease, now};
+use super::{Error, LeaseBegun, LeaseState, NewLease, NewLeases, now};
 
 /// A lease to activate: its id and its handle as stored (JSON).
 pub(super) struct Activation<'a> {
@@ -26,7 +26,7 @@ pub(super) struct Outcomes {
 /// Begins `begins` and activates `activations`, in one transaction: all of it or none.
 pub(super) async fn begin_and_activate(
     connection: &mut AnyConnection,
-    begins: &[NewLease<'_>],
+    begins: &[&NewLeases],
     activations: &[Activation<'_>],
 ) -> Result<Outcomes, Error> {
     let now = now();
@@ -37,18 +37,22 @@ pub(super) async fn begin_and_activate(
     Ok(Outcomes { begun, activated })
 }
 
+pub(super) fn vanished(lease_id: &str) -> Error {
+    Error::Corrupt(format!("lease {lease_id} vanished"))
+}
+
 type Key<'a> = (&'a str, &'a str);
 
-async fn begin_leases(tx: &mut AnyConnection, leases: &[NewLease<'_>], now: i64) -> Result<Vec<LeaseBegun>, Error> {
-    let mut outcomes = vec![LeaseBegun::Begun; leases.len()];
+async fn begin_leases(tx: &mut AnyConnection, begins: &[&NewLeases], now: i64) -> Result<Vec<LeaseBegun>, Error> {
+    let mut outcomes = vec![LeaseBegun::Begun; begins.len()];
     // A token presented twice in one batch: the second presentation fares as it would after the
     // first one's commit, decided once the first one's outcome is known.
     // Each token's first spender in the batch, and the token's expiry.
     let mut first_spender: BTreeMap<Key, (usize, i64)> = BTreeMap::new();
     let mut repeats = Vec::new();
-    for (n, lease) in leases.iter().enumerate() {
-        if let Some(token) = lease.spends {
-            match first_spender.entry((lease.issuer, token.token_id)) {
+    for (n, begin) in begins.iter().enumerate() {
+        if let Some(token) = &begin.spends {
+            match first_spender.entry((&begin.issuer, &token.token_id)) {
                 Entry::Vacant(entry) => {
                     entry.insert((n, token.expires_at));
                 }
@@ -66,14 +70,14 @@ async fn begin_leases(tx: &mut AnyConnection, leases: &[NewLease<'_>], now: i64)
         outcomes[n] = LeaseBegun::Replayed;
     }
 
-    let ended = see_jobs(tx, leases, &outcomes, now).await?;
+    let active = see_jobs(tx, begins, &outcomes, now).await?;
     let mut unspend = Vec::new();
-    for (n, lease) in leases.iter().enumerate() {
-        if outcomes[n] == LeaseBegun::Begun && contains(&ended, (lease.issuer, lease.job_id)) {
+    for (n, begin) in begins.iter().enumerate() {
+        if outcomes[n] == LeaseBegun::Begun && !contains(&active, (&begin.issuer, &begin.job_id)) {
             outcomes[n] = LeaseBegun::JobEnded;
             // Alone, the whole transaction rolls back: the token stays unspent.
-            if let Some(token) = lease.spends {
-                unspend.push((lease.issuer, token.token_id));
+            if let Some(token) = &begin.spends {
+                unspend.push((begin.issuer.as_str(), token.token_id.as_str()));
             }
         }
     }
@@ -83,9 +87,13 @@ async fn begin_leases(tx: &mut AnyConnection, leases: &[NewLease<'_>], now: i64)
         }
     }
     unspend_tokens(tx, &unspend).await?;
-    let begun: Vec<&NewLease> =
-        leases.iter().zip(&outcomes).filter(|(_, outcome)| **outcome == LeaseBegun::Begun).map(|(l, _)| l).collect();
-    insert_leases(tx, &begun, now).await?;
+    let leases: Vec<(&NewLeases, &NewLease)> = begins
+        .iter()
+        .zip(&outcomes)
+        .filter(|(_, outcome)| **outcome == LeaseBegun::Begun)
+        .flat_map(|(begin, _)| begin.leases.iter().map(|lease| (*begin, lease)))
+        .collect();
+    insert_leases(tx, &leases, now).await?;
     Ok(outcomes)
 }
 
@@ -114,19 +122,19 @@ async fn spend_tokens(
     Ok(spent)
 }
 
-/// Records the jobs of the leases still `Begun` as seen, as the single write does; returns those
-/// that have ended, sorted.
+/// Records the jobs of the writes still `Begun` as seen, unless they have ended (an ended job's
+/// record is left as it is); returns the active ones, sorted.
 async fn see_jobs(
     tx: &mut AnyConnection,
-    leases: &[NewLease<'_>],
+    begins: &[&NewLeases],
     outcomes: &[LeaseBegun],
     now: i64,
 ) -> Result<Vec<(String, String)>, Error> {
     // One row per job: PostgreSQL refuses an upsert that touches a row twice.
     let mut jobs: BTreeMap<Key, (&str, i64)> = BTreeMap::new();
-    for (lease, _) in leases.iter().zip(outcomes).filter(|(_, outcome)| **outcome == LeaseBegun::Begun) {
-        let seen = jobs.entry((lease.issuer, lease.job_id)).or_insert((lease.repository, lease.job_keep_until));
-        seen.1 = seen.1.max(lease.job_keep_until);
+    for (begin, _) in begins.iter().zip(outcomes).filter(|(_, outcome)| **outcome == LeaseBegun::Begun) {
+        let seen = jobs.entry((&begin.issuer, &begin.job_id)).or_insert((&begin.repository, begin.job_keep_until));
+        seen.1 = seen.1.max(begin.job_keep_until);
     }
     if jobs.is_empty() {
         return Ok(Vec::new());
@@ -136,22 +144,20 @@ async fn see_jobs(
          ON CONFLICT (issuer, job_id) DO UPDATE SET
              repository = COALESCE(jobs.repository, excluded.repository),
              keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END
-         RETURNING issuer, job_id, state",
+         WHERE jobs.state = 'active'
+         RETURNING issuer, job_id",
         values(jobs.len(), 4, 2, |p| format!("(${p}, ${}, ${}, 'active', $1, ${})", p + 1, p + 2, p + 3))
     );
     let mut query = sqlx::query(&sql).persistent(false).bind(now);
     for (&(issuer, job_id), &(repository, keep_until)) in &jobs {
         query = query.bind(issuer).bind(job_id).bind(repository).bind(keep_until);
     }
-    let mut ended = Vec::new();
+    let mut active = Vec::with_capacity(jobs.len());
     for row in query.fetch_all(&mut *tx).await? {
-        let state: String = row.try_get(2)?;
-        if state == "ended" {
-            ended.push((row.try_get(0)?, row.try_get(1)?));
-        }
+        active.push((row.try_get(0)?, row.try_get(1)?));
     }
-    ended.sort_unstable();
-    Ok(ended)
+    active.sort_unstable();
+    Ok(active)
 }
 
 async fn unspend_tokens(tx: &mut AnyConnection, tokens: &[Key<'_>]) -> Result<(), Error> {
@@ -169,7 +175,7 @@ async fn unspend_tokens(tx: &mut AnyConnection, tokens: &[Key<'_>]) -> Result<()
     Ok(())
 }
 
-async fn insert_leases(tx: &mut AnyConnection, leases: &[&NewLease<'_>], now: i64) -> Result<(), Error> {
+async fn insert_leases(tx: &mut AnyConnection, leases: &[(&NewLeases, &NewLease)], now: i64) -> Result<(), Error> {
     if leases.is_empty() {
         return Ok(());
     }
@@ -181,19 +187,18 @@ async fn insert_leases(tx: &mut AnyConnection, leases: &[&NewLease<'_>], now: i6
         })
     );
     let mut query = sqlx::query(&sql).persistent(false).bind(now);
-    for lease in leases {
+    for (begin, lease) in leases {
         query = query
-            .bind(lease.id)
-            .bind(lease.issuer)
-            .bind(lease.job_id)
-            .bind(lease.role)
-            .bind(lease.backend)
+            .bind(lease.id.as_str())
+            .bind(begin.issuer.as_str())
+            .bind(begin.job_id.as_str())
+            .bind(lease.role.as_str())
+            .bind(lease.backend.as_str())
             .bind(lease.expires_at);
     }
     query.execute(&mut *tx).await?;
     Ok(())
 }
-
 async fn activate_leases(
     tx: &mut AnyConnection,
     activations: &[Activation<'_>],

@@ -3,19 +3,20 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Error, Lease, LeaseBegun, LeaseState, NewLease, Store, now, now_ms};
+use super::{Error, Lease, LeaseBegun, LeaseState, NewLeases, Store, now, now_ms};
 use crate::backends::RevokeHandle;
 
 const LEASE_COLUMNS: &str = "id, issuer, job_id, role, backend, handle, state, expires_at, attempts, last_error, \
                              revoke_requested_at, updated_at";
 
 impl Store {
-    /// Writes the intent to mint, before the backend is asked, unless the job has ended or the
-    /// token it spends was exchanged before. The job is recorded as seen in the same transaction,
-    /// so an end racing with this exchange either finds this lease (and revokes it) or is found
-    /// by it. Committed together with concurrent exchanges' writes.
-    pub async fn begin_lease(&self, lease: &NewLease<'_>) -> Result<LeaseBegun, Error> {
-        self.group_commit.begin_lease(lease).await
+    /// Writes an exchange's intent to mint, before any backend is asked: its token as spent and
+    /// a pending lease per role, unless the job has ended or the token was exchanged before
+    /// (then nothing is written). The job is recorded as seen in the same transaction, so an end
+    /// racing with this exchange either finds these leases (and revokes them) or is found by
+    /// them. Committed together with concurrent exchanges' writes.
+    pub async fn begin_leases(&self, leases: &NewLeases) -> Result<LeaseBegun, Error> {
+        self.group_commit.begin_leases(leases).await
     }
 
     /// Records the handle of a minted credential. A pending lease becomes active; a lease whose

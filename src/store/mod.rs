@@ -9,7 +9,6 @@ mod group_commit;
 mod jobs;
 mod lease;
 mod lease_batch;
-mod lease_writes;
 mod leases;
 mod lock;
 mod replay;
@@ -19,7 +18,7 @@ mod writer;
 pub use connect::{StoreConfig, StoreKind};
 pub use group_commit::GroupCommitStats;
 pub use jobs::{EndOutcome, JobRecord, JobState};
-pub use lease::{Lease, LeaseBegun, LeaseState, NewLease, SpentToken};
+pub use lease::{Lease, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 pub use lock::StoreLock;
 
 use sqlx::AnyPool;

@@ -3,12 +3,13 @@
 //! connection's worker thread, so each statement is a round trip between threads: a batch took a
 //! dozen thread wake-ups, which cost more than SQLite's own work (on a VM, tens of microseconds
 //! each). Here a whole batch runs on one thread with statements prepared once and cached: one
-//! hand-off there, and the answers back. The statements are the ones sqlx runs on PostgreSQL
-//! (`lease_writes.rs`).
+//! hand-off there, and the answers back.
 //!
-//! Each write runs in a savepoint of the batch's transaction: a write refused (a replay, an ended
-//! job) or failing leaves nothing behind and does not disturb its neighbours, so each fares
-//! exactly as it would alone. Outcomes are sent once the batch has committed.
+//! Writes run one after another in the batch's transaction, each as it would alone: a write
+//! refused (a replay, an ended job) leaves nothing behind, so its neighbours see what they would
+//! have seen had it been written alone. A write that fails (an error) undoes the whole batch,
+//! which is then committed write by write, so that the failure is that write's only. Outcomes are
+//! sent once the batch has committed.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,14 +17,37 @@ use std::sync::mpsc::{self, Receiver, SendError, Sender};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::group_commit::{Counters, QueuedLease, Write, stopped};
-use super::lease_writes::{ACTIVATE_LEASE, INSERT_LEASE, SEE_JOB, vanished};
+use super::group_commit::{Counters, Write, stopped};
+use super::lease_batch::vanished;
 use super::replay::SPEND_TOKEN;
 use super::writer::Writer;
-use super::{Error, LeaseBegun, LeaseState, now};
+use super::{Error, LeaseBegun, LeaseState, NewLeases, now};
 
-/// The seven statements a batch runs, and one to spare.
-const CACHED_STATEMENTS: usize = 8;
+/// Undoes [`SPEND_TOKEN`] for a write refused after it.
+const UNSPEND_TOKEN: &str = "DELETE FROM exchanged_tokens WHERE issuer = $1 AND token_id = $2";
+
+/// Records a job as seen (its repository, how long to keep it) unless it has ended. DO UPDATE
+/// has no other condition, so RETURNING yields a row exactly when the job is active: one
+/// statement, not an upsert and a read, and an ended job's record is left as it is.
+const SEE_JOB: &str = "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until)
+ VALUES ($1, $2, $3, 'active', $4, $5)
+ ON CONFLICT (issuer, job_id) DO UPDATE SET
+     repository = COALESCE(jobs.repository, excluded.repository),
+     keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END
+ WHERE jobs.state = 'active'
+ RETURNING state";
+
+const INSERT_LEASE: &str =
+    "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at)
+ VALUES ($1, $2, $3, $4, $5, NULL, 'pending', $6, $7, $6)";
+
+/// A pending lease becomes active; a lease whose job ended meanwhile keeps its state.
+const ACTIVATE_LEASE: &str = "UPDATE leases SET handle = $1, updated_at = $2,
+     state = CASE WHEN state = 'pending' THEN 'active' ELSE state END
+ WHERE id = $3 RETURNING state";
+
+/// The statements a batch runs, and one to spare.
+const CACHED_STATEMENTS: usize = 6;
 
 /// Opens the database file the store migrated, with the settings of every store connection.
 pub(super) fn open(path: &Path, settings: &str) -> Result<Connection, Error> {
@@ -40,7 +64,9 @@ pub(super) struct SqliteBatches {
 
 /// What a write came to, before it is sent to whoever queued it.
 enum Outcome {
-    Begun(Result<LeaseBegun, Error>),
+    Begun(LeaseBegun),
+    /// A lease that vanished, or whose state cannot be read, fails its write alone: nothing was
+    /// written for it that the batch must undo.
     Activated(Result<LeaseState, Error>),
 }
 
@@ -76,8 +102,8 @@ fn commit_as_they_come(mut connection: Connection, submitted: &Receiver<Submitte
     }
 }
 
-/// Commits `batch` together; if the transaction itself fails, each write in a transaction of its
-/// own, so one write's failure is its own.
+/// Commits `batch` together; if that fails, each write in a transaction of its own, so one
+/// write's failure is its own.
 fn commit(connection: &mut Connection, batch: Vec<Write>, counters: &Counters) {
     if batch.len() > 1 {
         match run_in_transaction(connection, &batch) {
@@ -97,74 +123,66 @@ fn commit(connection: &mut Connection, batch: Vec<Write>, counters: &Counters) {
     for write in batch {
         match run_in_transaction(connection, std::slice::from_ref(&write)) {
             Ok(mut outcomes) => write.answer(outcomes.pop().expect("one outcome per write")),
-            Err(error) => write.fail(error.into()),
+            Err(error) => write.fail(error),
         }
     }
 }
 
-/// Runs `writes` in one transaction, each in a savepoint of it; fails only if the transaction
-/// cannot begin or commit, or a savepoint cannot be undone.
-fn run_in_transaction(connection: &mut Connection, writes: &[Write]) -> rusqlite::Result<Vec<Outcome>> {
+/// Runs `writes` in one transaction, all of them or none.
+fn run_in_transaction(connection: &mut Connection, writes: &[Write]) -> Result<Vec<Outcome>, Error> {
     let now = now();
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut outcomes = Vec::with_capacity(writes.len());
     for write in writes {
-        tx.prepare_cached("SAVEPOINT write")?.execute([])?;
-        let outcome = match write {
-            Write::Begin { lease, .. } => Outcome::Begun(begin_lease(&tx, lease, now)),
-            Write::Activate { id, handle, .. } => Outcome::Activated(activate_lease(&tx, id, handle, now)),
-        };
-        if !matches!(outcome, Outcome::Begun(Ok(LeaseBegun::Begun)) | Outcome::Activated(Ok(_))) {
-            tx.prepare_cached("ROLLBACK TO write")?.execute([])?;
-        }
-        tx.prepare_cached("RELEASE write")?.execute([])?;
-        outcomes.push(outcome);
+        outcomes.push(match write {
+            Write::Begin { leases, .. } => Outcome::Begun(begin_leases(&tx, leases, now)?),
+            Write::Activate { id, handle, .. } => Outcome::Activated(activate_lease(&tx, id, handle, now)?),
+        });
     }
     tx.commit()?;
     Ok(outcomes)
 }
 
-/// See [`super::Store::begin_lease`]. Refused or failed, the caller undoes what it wrote.
-fn begin_lease(tx: &Connection, lease: &QueuedLease, now: i64) -> Result<LeaseBegun, Error> {
-    if let Some((token_id, expires_at)) = &lease.spends {
-        let spent = tx.prepare_cached(SPEND_TOKEN)?.execute(params![lease.issuer, token_id, expires_at])?;
+/// See [`super::Store::begin_leases`]: refused, it leaves nothing behind.
+fn begin_leases(tx: &Connection, new: &NewLeases, now: i64) -> Result<LeaseBegun, Error> {
+    if let Some(token) = &new.spends {
+        let spent = tx.prepare_cached(SPEND_TOKEN)?.execute(params![new.issuer, token.token_id, token.expires_at])?;
         if spent == 0 {
             return Ok(LeaseBegun::Replayed);
         }
     }
-    let state: String = tx
+    let active = tx
         .prepare_cached(SEE_JOB)?
-        .query_row(params![lease.issuer, lease.job_id, lease.repository, now, lease.job_keep_until], |row| {
-            row.get(0)
-        })?;
-    if state == "ended" {
+        .query_row(params![new.issuer, new.job_id, new.repository, now, new.job_keep_until], |_| Ok(()))
+        .optional()?
+        .is_some();
+    if !active {
+        if let Some(token) = &new.spends {
+            tx.prepare_cached(UNSPEND_TOKEN)?.execute(params![new.issuer, token.token_id])?;
+        }
         return Ok(LeaseBegun::JobEnded);
     }
-    tx.prepare_cached(INSERT_LEASE)?.execute(params![
-        lease.id,
-        lease.issuer,
-        lease.job_id,
-        lease.role,
-        lease.backend,
-        now,
-        lease.expires_at,
-        now
-    ])?;
+    let mut insert = tx.prepare_cached(INSERT_LEASE)?;
+    for lease in &new.leases {
+        insert.execute(params![lease.id, new.issuer, new.job_id, lease.role, lease.backend, now, lease.expires_at])?;
+    }
     Ok(LeaseBegun::Begun)
 }
 
 /// See [`super::Store::activate_lease`].
-fn activate_lease(tx: &Connection, id: &str, handle: &str, now: i64) -> Result<LeaseState, Error> {
+fn activate_lease(tx: &Connection, id: &str, handle: &str, now: i64) -> rusqlite::Result<Result<LeaseState, Error>> {
     let state: Option<String> =
         tx.prepare_cached(ACTIVATE_LEASE)?.query_row(params![handle, now, id], |row| row.get(0)).optional()?;
-    let state = state.ok_or_else(|| vanished(id))?;
-    state.parse().map_err(Error::Corrupt)
+    Ok(match state {
+        Some(state) => state.parse().map_err(Error::Corrupt),
+        None => Err(vanished(id)),
+    })
 }
 
 impl Write {
     fn answer(self, outcome: Outcome) {
         match (self, outcome) {
-            (Self::Begin { reply, .. }, Outcome::Begun(outcome)) => _ = reply.send(outcome),
+            (Self::Begin { reply, .. }, Outcome::Begun(outcome)) => _ = reply.send(Ok(outcome)),
             (Self::Activate { reply, .. }, Outcome::Activated(outcome)) => _ = reply.send(outcome),
             (write, _) => write.fail(Error::Corrupt("a batched write lost its outcome".into())),
         }
@@ -178,7 +196,7 @@ mod tests {
     /// rusqlite binds parameters by position; SQLite numbers `$N` by first appearance. The two
     /// agree only while each statement's placeholders first appear in order.
     #[test]
-    fn each_shared_statement_numbers_its_placeholders_in_order() {
+    fn each_statement_numbers_its_placeholders_in_order() {
         let connection = Connection::open_in_memory().unwrap();
         connection
             .execute_batch(
@@ -187,7 +205,7 @@ mod tests {
                  CREATE TABLE leases (id PRIMARY KEY, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at);",
             )
             .unwrap();
-        for sql in [SPEND_TOKEN, SEE_JOB, INSERT_LEASE, ACTIVATE_LEASE] {
+        for sql in [SPEND_TOKEN, UNSPEND_TOKEN, SEE_JOB, INSERT_LEASE, ACTIVATE_LEASE] {
             let statement = connection.prepare(sql).unwrap();
             for n in 1..=statement.parameter_count() {
                 assert_eq!(statement.parameter_index(&format!("${n}")).unwrap(), Some(n), "{sql}");

@@ -1,7 +1,7 @@
 //! A store under test, on an SQLite file or a throw-away PostgreSQL cluster.
 
 use ci_creds::backends::RevokeHandle;
-use ci_creds::store::{NewLease, Store};
+use ci_creds::store::{NewLease, NewLeases, Store};
 
 use super::postgres::Postgres;
 
@@ -27,18 +27,15 @@ pub async fn postgres() -> Subject {
     Subject { store, url, _database: Box::new(postgres) }
 }
 
-/// A lease of job `job_id` that spends no token.
-pub fn lease<'a>(id: &'a str, job_id: &'a str, expires_at: i64) -> NewLease<'a> {
-    NewLease {
-        id,
-        issuer: "github",
-        job_id,
-        repository: "octo-org/octo-repo",
-        role: "deploy",
-        backend: "vault",
-        expires_at,
+/// An exchange of job `job_id` that begins one lease and spends no token.
+pub fn lease(id: &str, job_id: &str, expires_at: i64) -> NewLeases {
+    NewLeases {
+        issuer: "github".into(),
+        job_id: job_id.into(),
+        repository: "octo-org/octo-repo".into(),
         job_keep_until: expires_at + 3600,
         spends: None,
+        leases: vec![NewLease { id: id.into(), role: "deploy".into(), backend: "vault".into(), expires_at }],
     }
 }
 
