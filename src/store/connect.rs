@@ -12,9 +12,9 @@ use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{AnyConnection, Connection, Executor};
 
 use super::group_commit::GroupCommit;
-use super::sqlite_batch;
 use super::writer::Writers;
 use super::{Error, Store};
+use super::{sqlite_batch, sqlite_checkpoint};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -118,7 +118,10 @@ impl Store {
 /// What every connection sets first.
 fn connection_settings(config: &StoreConfig, kind: StoreKind) -> String {
     match kind {
-        StoreKind::Sqlite => "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL;".to_owned(),
+        StoreKind::Sqlite => format!(
+            "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = {};",
+            sqlite_checkpoint::FALLBACK_PAGES
+        ),
         StoreKind::Postgres => format!("SET statement_timeout = '{}s'", config.statement_timeout_seconds),
     }
 }

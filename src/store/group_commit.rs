@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{mpsc, oneshot};
 
 use super::lease_batch::{self, Activation};
-use super::sqlite_batch::SqliteBatches;
+use super::sqlite_batch::{SqliteBatches, SqliteFile};
 use super::writer::{Writer, Writers};
 use super::{Error, LeaseBegun, LeaseState, NewLeases};
 
@@ -51,12 +51,12 @@ pub(super) enum Write {
 
 impl GroupCommit {
     /// Starts the committing task; it ends once every handle to the store is dropped. On SQLite,
-    /// a thread committing on `sqlite` runs the batches.
-    pub(super) fn start(writers: Writers, sqlite: Option<rusqlite::Connection>) -> Result<Self, Error> {
+    /// a thread committing to `sqlite` runs the batches.
+    pub(super) fn start(writers: Writers, sqlite: Option<SqliteFile>) -> Result<Self, Error> {
         let (queue, writes) = mpsc::channel(QUEUE);
         let counters = Arc::new(Counters::default());
         let sqlite = match sqlite {
-            Some(connection) => Some(SqliteBatches::start(connection, counters.clone())?),
+            Some(file) => Some(SqliteBatches::start(file, counters.clone())?),
             None => None,
         };
         tokio::spawn(commit_as_they_come(writers, sqlite, writes, counters.clone()));

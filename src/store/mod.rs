@@ -13,6 +13,7 @@ mod leases;
 mod lock;
 mod replay;
 mod sqlite_batch;
+mod sqlite_checkpoint;
 mod writer;
 
 pub use connect::{StoreConfig, StoreKind};

@@ -20,6 +20,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::group_commit::{Counters, Write, stopped};
 use super::lease_batch::vanished;
 use super::replay::SPEND_TOKEN;
+use super::sqlite_checkpoint::Checkpoints;
 use super::writer::Writer;
 use super::{Error, LeaseBegun, LeaseState, NewLeases, now};
 
@@ -49,12 +50,18 @@ const ACTIVATE_LEASE: &str = "UPDATE leases SET handle = $1, updated_at = $2,
 /// The statements a batch runs, and one to spare.
 const CACHED_STATEMENTS: usize = 6;
 
-/// Opens the database file the store migrated, with the settings of every store connection.
-pub(super) fn open(path: &Path, settings: &str) -> Result<Connection, Error> {
+/// The database file the store migrated, opened for the committing thread, and its checkpoints.
+pub(super) struct SqliteFile {
+    connection: Connection,
+    checkpoints: Checkpoints,
+}
+
+/// Opens `path` with the settings of every store connection, and starts its checkpoints.
+pub(super) fn open(path: &Path, settings: &str) -> Result<SqliteFile, Error> {
     let connection = Connection::open(path)?;
     connection.execute_batch(settings)?;
     connection.set_prepared_statement_cache_capacity(CACHED_STATEMENTS);
-    Ok(connection)
+    Ok(SqliteFile { connection, checkpoints: Checkpoints::start(path, settings)? })
 }
 
 /// The committing thread's queue; the thread ends once this is dropped.
@@ -75,12 +82,16 @@ enum Outcome {
 type Submitted = (Vec<Write>, Writer);
 
 impl SqliteBatches {
-    /// Starts the thread committing on `connection`.
-    pub(super) fn start(connection: Connection, counters: Arc<Counters>) -> Result<Self, Error> {
+    /// Starts the thread committing to `file`; its checkpoints end with it.
+    pub(super) fn start(file: SqliteFile, counters: Arc<Counters>) -> Result<Self, Error> {
         let (batches, submitted) = mpsc::channel();
+        let SqliteFile { connection, checkpoints } = file;
         std::thread::Builder::new()
             .name("ci-creds-sqlite-commit".into())
-            .spawn(move || commit_as_they_come(connection, &submitted, &counters))
+            .spawn(move || {
+                commit_as_they_come(connection, &submitted, &counters);
+                drop(checkpoints);
+            })
             .map_err(|error| Error::Unavailable(sqlx::Error::Io(error)))?;
         Ok(Self { batches })
     }

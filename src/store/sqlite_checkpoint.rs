@@ -1,0 +1,88 @@
+//! SQLite's WAL checkpoints on a thread of their own. By default, the connection whose commit
+//! grows the WAL past 1,000 pages checkpoints right after it: it copies the WAL's pages back
+//! into the database file and syncs both files (with `synchronous = NORMAL`, the only syncs
+//! there are). On the group commit's thread, every exchange of that batch, and of the batches
+//! queued behind it, would wait for those syncs. Here a thread checkpoints every
+//! [`INTERVAL`], passively: it never waits for a writer or a reader, nor makes one wait.
+
+use std::path::Path;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use super::Error;
+
+pub(super) const INTERVAL: Duration = Duration::from_millis(100);
+
+/// Every connection's own automatic checkpoint, in pages: far more than the WAL grows by in an
+/// [`INTERVAL`] under load, so it only bounds the WAL should this thread fall behind.
+pub(super) const FALLBACK_PAGES: u32 = 10_000;
+
+/// The checkpointing thread; it ends when this is dropped.
+pub(super) struct Checkpoints {
+    _stop: Sender<()>,
+}
+
+impl Checkpoints {
+    pub(super) fn start(path: &Path, settings: &str) -> Result<Self, Error> {
+        let connection = Connection::open(path)?;
+        connection.execute_batch(settings)?;
+        let (stop, stopped) = mpsc::channel::<()>();
+        std::thread::Builder::new()
+            .name("ci-creds-sqlite-checkpoint".into())
+            .spawn(move || {
+                let mut failing = false;
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(INTERVAL) {
+                    match connection.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                        Ok(()) => failing = false,
+                        // Once per spell of failures: the writers' own checkpoints take over.
+                        Err(error) if !failing => {
+                            failing = true;
+                            tracing::warn!(%error, "a WAL checkpoint failed");
+                        }
+                        Err(_) => {}
+                    }
+                }
+            })
+            .map_err(|error| Error::Unavailable(sqlx::Error::Io(error)))?;
+        Ok(Self { _stop: stop })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use crate::store::{NewLease, NewLeases, Store, now};
+
+    /// Without this thread, nothing reaches the database file before the WAL holds
+    /// `FALLBACK_PAGES` pages.
+    #[tokio::test]
+    async fn written_pages_reach_the_database_file_with_no_writer_checkpointing() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("store.db");
+        let store = Store::connect(&format!("sqlite://{}", file.display())).await.unwrap();
+        tokio::time::sleep(super::INTERVAL * 3).await;
+        let migrated = std::fs::metadata(&file).unwrap().len();
+        let far = now() + 3600;
+        for n in 0..200 {
+            let lease =
+                NewLease { id: format!("lease-{n}"), role: "deploy".into(), backend: "vault".into(), expires_at: far };
+            let leases = NewLeases {
+                issuer: "github".into(),
+                job_id: format!("job-{n}"),
+                repository: "octo-org/octo-repo".into(),
+                job_keep_until: far,
+                spends: None,
+                leases: vec![lease],
+            };
+            store.begin_leases(&leases).await.unwrap();
+        }
+        let started = Instant::now();
+        while std::fs::metadata(&file).unwrap().len() == migrated {
+            assert!(started.elapsed() < super::INTERVAL * 50, "the database file did not grow");
+            tokio::time::sleep(super::INTERVAL / 2).await;
+        }
+    }
+}
