@@ -28,15 +28,15 @@ use super::{Error, LeaseBegun, LeaseState, NewLeases, now};
 const UNSPEND_TOKEN: &str = "DELETE FROM exchanged_tokens WHERE issuer = $1 AND token_id = $2";
 
 /// Records a job as seen (its repository, how long to keep it) unless it has ended. DO UPDATE
-/// has no other condition, so RETURNING yields a row exactly when the job is active: one
-/// statement, not an upsert and a read, and an ended job's record is left as it is.
+/// has no other condition, so the statement changes a row exactly when the job is active: one
+/// statement, not an upsert and a read, and an ended job's record is left as it is. (Counting
+/// the change rather than RETURNING a row spares SQLite a temporary table per execution.)
 const SEE_JOB: &str = "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until)
  VALUES ($1, $2, $3, 'active', $4, $5)
  ON CONFLICT (issuer, job_id) DO UPDATE SET
      repository = COALESCE(jobs.repository, excluded.repository),
      keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END
- WHERE jobs.state = 'active'
- RETURNING state";
+ WHERE jobs.state = 'active'";
 
 const INSERT_LEASE: &str =
     "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at)
@@ -162,12 +162,14 @@ fn begin_leases(tx: &Connection, new: &NewLeases, now: i64) -> Result<LeaseBegun
             return Ok(LeaseBegun::Replayed);
         }
     }
-    let active = tx
-        .prepare_cached(SEE_JOB)?
-        .query_row(params![new.issuer, new.job_id, new.repository, now, new.job_keep_until], |_| Ok(()))
-        .optional()?
-        .is_some();
-    if !active {
+    let seen = tx.prepare_cached(SEE_JOB)?.execute(params![
+        new.issuer,
+        new.job_id,
+        new.repository,
+        now,
+        new.job_keep_until
+    ])?;
+    if seen == 0 {
         if let Some(token) = &new.spends {
             tx.prepare_cached(UNSPEND_TOKEN)?.execute(params![new.issuer, token.token_id])?;
         }
