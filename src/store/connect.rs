@@ -13,8 +13,7 @@ use sqlx::{AnyConnection, Connection, Executor};
 
 use super::group_commit::GroupCommit;
 use super::writer::Writers;
-use super::{Error, Store};
-use super::{sqlite_batch, sqlite_checkpoint};
+use super::{Error, Store, sqlite_batch, sqlite_checkpoint};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 

@@ -1,8 +1,10 @@
 //! Persistence the lifecycle relies on, by capability: replay records, jobs, leases and the
 //! revocation queue kept on them. One SQL code path (sqlx's `Any` driver, portable SQL with
 //! `$N` parameters) for SQLite, the embedded default, and PostgreSQL, for several replicas. The
-//! one exception is how SQLite runs the group commit's batches: the same statements, through
-//! rusqlite (`sqlite_batch.rs`).
+//! one exception is the exchange's writes, committed in batches (`group_commit.rs`): multi-row
+//! statements on PostgreSQL, and on SQLite row by row through rusqlite on a thread of its own
+//! (`sqlite_batch.rs`), with WAL checkpoints on another (`sqlite_checkpoint.rs`). The same tests
+//! hold both to the same outcomes.
 
 mod connect;
 mod group_commit;
