@@ -5,7 +5,7 @@
 //! write to commit: a lease is durable before anything is minted.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -24,7 +24,16 @@ const QUEUE: usize = 1024;
 pub(super) struct GroupCommit {
     queue: mpsc::Sender<Write>,
     counters: Arc<Counters>,
+    running: Running,
 }
+
+/// Whether the committing task, and on SQLite its thread, still run. While the store is in use
+/// they end only by a panic, and then every later write fails: readiness must say so.
+#[derive(Clone, Default)]
+pub(super) struct Running(Arc<AtomicBool>);
+
+/// Held by the committing task or thread; dropped, on a panic too, it marks the commits stopped.
+pub(super) struct RunningGuard(Arc<AtomicBool>);
 
 /// How the exchange's writes were committed since the store was opened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,12 +64,34 @@ impl GroupCommit {
     pub(super) fn start(writers: Writers, sqlite: Option<SqliteFile>) -> Result<Self, Error> {
         let (queue, writes) = mpsc::channel(QUEUE);
         let counters = Arc::new(Counters::default());
+        let running = Running::default();
         let sqlite = match sqlite {
-            Some(file) => Some(SqliteBatches::start(file, counters.clone())?),
+            Some(file) => Some(SqliteBatches::start(file, counters.clone(), running.guard())?),
             None => None,
         };
-        tokio::spawn(commit_as_they_come(writers, sqlite, writes, counters.clone()));
-        Ok(Self { queue, counters })
+        let counters_of_task = counters.clone();
+        let guard = running.guard();
+        tokio::spawn(async move {
+            let _running = guard;
+            commit_as_they_come(writers, sqlite, writes, counters_of_task).await;
+        });
+        Ok(Self { queue, counters, running })
+    }
+
+    /// Fails once the commits have stopped (see [`Running`]).
+    pub(super) fn check(&self) -> Result<(), Error> {
+        if self.running.stopped() { Err(stopped()) } else { Ok(()) }
+    }
+
+    #[cfg(test)]
+    pub(super) fn running(&self) -> &Running {
+        &self.running
+    }
+
+    /// How many guards the commits hold: one per task or thread (with this handle not cloned).
+    #[cfg(test)]
+    pub(super) fn running_guards(&self) -> usize {
+        Arc::strong_count(&self.running.0) - 1
     }
 
     pub(super) fn stats(&self) -> GroupCommitStats {
@@ -85,7 +116,7 @@ impl GroupCommit {
 }
 
 pub(super) fn stopped() -> Error {
-    Error::Unavailable(sqlx::Error::PoolClosed)
+    Error::Stopped
 }
 
 async fn commit_as_they_come(
@@ -167,6 +198,22 @@ async fn commit_together(writer: &mut Writer, batch: &mut Vec<Write>) -> Result<
 
 fn lost() -> Error {
     Error::Corrupt("a batched write lost its outcome".into())
+}
+
+impl Running {
+    pub(super) fn guard(&self) -> RunningGuard {
+        RunningGuard(self.0.clone())
+    }
+
+    pub(super) fn stopped(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 impl Counters {

@@ -42,6 +42,9 @@ pub enum Error {
     Corrupt(String),
     #[error("store config: {0}")]
     Config(String),
+    /// The group commit's task or thread has ended, by a panic: no exchange can write any more.
+    #[error("the store's group commit has stopped; restart the broker")]
+    Stopped,
 }
 
 #[derive(Clone)]
@@ -64,11 +67,18 @@ impl Store {
         self.group_commit.stats()
     }
 
+    /// Whether the store can take the exchange's writes: its database answers, and the group
+    /// commit still runs.
     pub async fn ping(&self) -> Result<(), Error> {
+        self.group_commit.check()?;
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "liveness_tests.rs"]
+mod liveness_tests;
 
 /// Unix seconds.
 pub fn now() -> i64 {

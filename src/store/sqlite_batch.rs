@@ -17,7 +17,7 @@ use std::sync::mpsc::{self, Receiver, SendError, Sender};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::group_commit::{Counters, Write, stopped};
+use super::group_commit::{Counters, RunningGuard, Write, stopped};
 use super::lease_batch::vanished;
 use super::replay::SPEND_TOKEN;
 use super::sqlite_checkpoint::Checkpoints;
@@ -82,13 +82,15 @@ enum Outcome {
 type Submitted = (Vec<Write>, Writer);
 
 impl SqliteBatches {
-    /// Starts the thread committing to `file`; its checkpoints end with it.
-    pub(super) fn start(file: SqliteFile, counters: Arc<Counters>) -> Result<Self, Error> {
+    /// Starts the thread committing to `file`; its checkpoints end with it, and `running` marks
+    /// its end.
+    pub(super) fn start(file: SqliteFile, counters: Arc<Counters>, running: RunningGuard) -> Result<Self, Error> {
         let (batches, submitted) = mpsc::channel();
         let SqliteFile { connection, checkpoints } = file;
         std::thread::Builder::new()
             .name("ci-creds-sqlite-commit".into())
             .spawn(move || {
+                let _running = running;
                 commit_as_they_come(connection, &submitted, &counters);
                 drop(checkpoints);
             })
