@@ -92,7 +92,7 @@ async fn concurrent_activations_and_begins_commit_together(subject: Subject) {
     let written_alone = store.group_commit_stats();
 
     let (handles, ids) = (["a", "b", "c", "gone"].map(handle), ["a", "b", "c", "gone"]);
-    let activations = join_all(ids.iter().zip(&handles).map(|(id, handle)| store.activate_lease(id, handle)));
+    let activations = join_all(ids.iter().zip(&handles).map(|(id, handle)| store.activate_lease(id, handle, far)));
     let new_leases = [lease("d", "3", Some("jti:d"), far), lease("e", "2", Some("jti:e"), far)];
     let begins = join_all(new_leases.iter().map(|lease| store.begin_leases(lease)));
     let (activated, begun) = tokio::join!(activations, begins);

@@ -64,7 +64,7 @@ async fn moves_a_lease_from_pending_to_active_to_revoking_to_revoked(subject: Su
     let leases = store.leases_of_job("github", "42").await.unwrap();
     assert_eq!((leases.len(), leases[0].state, leases[0].handle.clone()), (1, LeaseState::Pending, None));
 
-    assert_eq!(store.activate_lease("l1", &handle("acc")).await.unwrap(), LeaseState::Active);
+    assert_eq!(store.activate_lease("l1", &handle("acc"), far).await.unwrap(), LeaseState::Active);
     assert_eq!(store.end_job("github", "42", "self", None, far).await.unwrap(), EndOutcome::Ended { revoking: 1 });
     let claimed = store.claim_revocations(10, 60_000).await.unwrap();
     assert_eq!(claimed.len(), 1);
@@ -98,7 +98,7 @@ async fn keeps_the_handle_of_a_credential_minted_while_its_job_ended(subject: Su
     store.begin_leases(&lease("l1", "42", far)).await.unwrap();
     store.end_job("github", "42", "self", None, far).await.unwrap();
     assert!(store.claim_revocations(10, 60_000).await.unwrap().is_empty(), "no handle yet: nothing to revoke");
-    assert_eq!(store.activate_lease("l1", &handle("acc")).await.unwrap(), LeaseState::Revoking);
+    assert_eq!(store.activate_lease("l1", &handle("acc"), far).await.unwrap(), LeaseState::Revoking);
     assert_eq!(store.claim_revocations(10, 60_000).await.unwrap().len(), 1, "now the queue can revoke it");
 }
 
@@ -117,14 +117,22 @@ async fn expires_and_prunes_what_has_run_out(subject: Subject) {
     let store = subject.store;
     let now = now();
     store.begin_leases(&lease("old", "1", now - 10)).await.unwrap();
-    store.activate_lease("old", &handle("a")).await.unwrap();
-    store.begin_leases(&lease("new", "2", now + 3600)).await.unwrap();
-    store.activate_lease("new", &handle("b")).await.unwrap();
+    store.activate_lease("old", &handle("a"), now - 20).await.unwrap();
+    // Planned to have run out, but its credential, minted later, lives on: the later expiry holds.
+    store.begin_leases(&lease("new", "2", now - 5)).await.unwrap();
+    store.activate_lease("new", &handle("b"), now + 3600).await.unwrap();
 
     assert_eq!(store.expire_leases(now, 30).await.unwrap(), 1);
-    let states = |leases: Vec<ci_creds::store::Lease>| leases.into_iter().map(|l| l.state).collect::<Vec<_>>();
-    assert_eq!(states(store.leases_of_job("github", "1").await.unwrap()), [LeaseState::Expired]);
-    assert_eq!(states(store.leases_of_job("github", "2").await.unwrap()), [LeaseState::Active]);
+    let leases = |job: &'static str| {
+        let store = store.clone();
+        async move { store.leases_of_job("github", job).await.unwrap().into_iter().map(|l| (l.state, l.expires_at)) }
+    };
+    assert_eq!(
+        leases("1").await.collect::<Vec<_>>(),
+        [(LeaseState::Expired, now - 10)],
+        "the earlier expiry does not replace the lease's"
+    );
+    assert_eq!(leases("2").await.collect::<Vec<_>>(), [(LeaseState::Active, now + 3600)]);
 
     assert_eq!(store.prune_leases(now + 1).await.unwrap(), 1, "the expired lease is forgotten after retention");
     assert_eq!(store.prune_jobs(now + 10_000, now).await.unwrap(), 1, "job 1 has no lease left and is past keep_until");
@@ -136,7 +144,7 @@ async fn two_workers_never_claim_the_same_task(subject: Subject) {
     for n in 0..40 {
         let (id, job) = (format!("l{n}"), format!("{n}"));
         subject.store.begin_leases(&lease(&id, &job, far)).await.unwrap();
-        subject.store.activate_lease(&id, &handle(&id)).await.unwrap();
+        subject.store.activate_lease(&id, &handle(&id), far).await.unwrap();
         subject.store.end_job("github", &job, "self", None, far).await.unwrap();
     }
     let other = Store::connect(&subject.url).await.unwrap();
@@ -166,7 +174,7 @@ async fn a_job_ending_during_exchanges_leaves_no_active_lease(subject: Subject) 
         tasks.push(tokio::spawn(async move {
             let id = format!("lease-{job}");
             if minter.begin_leases(&lease(&id, &job, far)).await.unwrap() == LeaseBegun::Begun {
-                minter.activate_lease(&id, &handle(&id)).await.unwrap();
+                minter.activate_lease(&id, &handle(&id), far).await.unwrap();
             }
         }));
         tasks.push(tokio::spawn(async move {
@@ -206,7 +214,7 @@ async fn confirms_many_revocations_in_one_write(subject: Subject) {
     let far = now() + 3600;
     for (id, job) in [("l1", "1"), ("l2", "1"), ("l3", "1"), ("other", "2")] {
         store.begin_leases(&lease(id, job, far)).await.unwrap();
-        store.activate_lease(id, &handle(id)).await.unwrap();
+        store.activate_lease(id, &handle(id), far).await.unwrap();
     }
     store.end_job("github", "1", "self", None, far).await.unwrap();
     assert_eq!(store.claim_revocations(10, 60_000).await.unwrap().len(), 3);

@@ -183,6 +183,7 @@ impl Broker {
         lease: &PlannedLease,
     ) -> Result<IssuedCredential, Error> {
         let lease_id = &lease.id;
+        let asked_at = OffsetDateTime::now_utc();
         let started = std::time::Instant::now();
         let minted = self.mint_with_backend(job, role, lease.ttl).await;
         crate::metrics::backend_call(role.backend.as_str(), "mint", started.elapsed(), minted.is_ok());
@@ -194,7 +195,11 @@ impl Broker {
                 return Err(error.into());
             }
         };
-        match self.store.activate_lease(lease_id, &minted.handle).await {
+        // The lease's expiry was planned before any role was minted; the credential's own, as the
+        // backend states it or as its TTL counts from the request, may be later (the store keeps
+        // the later of the two).
+        let expires_at = minted.expires_at.unwrap_or(asked_at + lease.ttl);
+        match self.store.activate_lease(lease_id, &minted.handle, expires_at.unix_timestamp()).await {
             Ok(LeaseState::Active) => {}
             Ok(_) => {
                 // The job ended while this credential was minted; the queue now has its handle.
@@ -207,7 +212,6 @@ impl Broker {
                 return Err(error.into());
             }
         }
-        let expires_at = minted.expires_at.unwrap_or(lease.expires_at);
         self.audit.record(&Event::CredentialMinted {
             token_sha256,
             job: JobIdentity::from(job),

@@ -55,7 +55,7 @@ pub(super) struct Counters {
 
 pub(super) enum Write {
     Begin { leases: NewLeases, reply: oneshot::Sender<Result<LeaseBegun, Error>> },
-    Activate { id: String, handle: String, reply: oneshot::Sender<Result<LeaseState, Error>> },
+    Activate { id: String, handle: String, expires_at: i64, reply: oneshot::Sender<Result<LeaseState, Error>> },
 }
 
 impl GroupCommit {
@@ -108,9 +108,10 @@ impl GroupCommit {
         answer.await.map_err(|_| stopped())?
     }
 
-    pub(super) async fn activate_lease(&self, id: &str, handle: String) -> Result<LeaseState, Error> {
+    pub(super) async fn activate_lease(&self, id: &str, handle: String, expires_at: i64) -> Result<LeaseState, Error> {
         let (reply, answer) = oneshot::channel();
-        self.queue.send(Write::Activate { id: id.to_owned(), handle, reply }).await.map_err(|_| stopped())?;
+        let write = Write::Activate { id: id.to_owned(), handle, expires_at, reply };
+        self.queue.send(write).await.map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
     }
 }
@@ -181,7 +182,9 @@ async fn commit_together(writer: &mut Writer, batch: &mut Vec<Write>) -> Result<
     for write in batch.iter() {
         match write {
             Write::Begin { leases, .. } => begins.push(leases),
-            Write::Activate { id, handle, .. } => activations.push(Activation { id, handle }),
+            Write::Activate { id, handle, expires_at, .. } => {
+                activations.push(Activation { id, handle, expires_at: *expires_at })
+            }
         }
     }
     let outcomes = lease_batch::begin_and_activate(writer, &begins, &activations).await?;

@@ -12,10 +12,12 @@ use sqlx::{AnyConnection, Connection, Row};
 
 use super::{Error, LeaseBegun, LeaseState, NewLease, NewLeases, now};
 
-/// A lease to activate: its id and its handle as stored (JSON).
+/// A lease to activate: its id, its handle as stored (JSON), and its credential's expiry.
 pub(super) struct Activation<'a> {
     pub id: &'a str,
     pub handle: &'a str,
+    /// Unix seconds; replaces the lease's expiry if later.
+    pub expires_at: i64,
 }
 
 pub(super) struct Outcomes {
@@ -207,21 +209,22 @@ async fn activate_leases(
     if activations.is_empty() {
         return Ok(Vec::new());
     }
-    let mut by_id: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut by_id: BTreeMap<&str, (&str, i64)> = BTreeMap::new();
     for activation in activations {
-        by_id.insert(activation.id, activation.handle);
+        by_id.insert(activation.id, (activation.handle, activation.expires_at));
     }
-    // `column1`, `column2`: what both SQLite and PostgreSQL name a VALUES list's columns.
+    // `column1`, `column2`, …: what both SQLite and PostgreSQL name a VALUES list's columns.
     let sql = format!(
         "UPDATE leases SET handle = v.column2, updated_at = $1,
+             expires_at = CASE WHEN leases.expires_at < v.column3 THEN v.column3 ELSE leases.expires_at END,
              state = CASE WHEN state = 'pending' THEN 'active' ELSE state END
          FROM (VALUES {}) AS v
          WHERE leases.id = v.column1 RETURNING id, state",
-        values(by_id.len(), 2, 2, |p| format!("(${p}, ${})", p + 1))
+        values(by_id.len(), 3, 2, |p| format!("(${p}, ${}, ${})", p + 1, p + 2))
     );
     let mut query = sqlx::query(&sql).persistent(false).bind(now);
-    for (id, handle) in &by_id {
-        query = query.bind(*id).bind(*handle);
+    for (id, (handle, expires_at)) in &by_id {
+        query = query.bind(*id).bind(*handle).bind(*expires_at);
     }
     let mut states = BTreeMap::new();
     for row in query.fetch_all(&mut *tx).await? {

@@ -19,12 +19,14 @@ impl Store {
         self.group_commit.begin_leases(leases).await
     }
 
-    /// Records the handle of a minted credential. A pending lease becomes active; a lease whose
-    /// job ended meanwhile stays `revoking`, now with the handle the queue needs. Returns the
-    /// lease's state afterwards. Committed together with concurrent exchanges' writes.
-    pub async fn activate_lease(&self, id: &str, handle: &RevokeHandle) -> Result<LeaseState, Error> {
+    /// Records the handle of a minted credential, and its expiry (unix seconds) if later than
+    /// the lease's: a lease is never taken for expired while its credential lives. A pending
+    /// lease becomes active; a lease whose job ended meanwhile stays `revoking`, now with the
+    /// handle the queue needs. Returns the lease's state afterwards. Committed together with
+    /// concurrent exchanges' writes.
+    pub async fn activate_lease(&self, id: &str, handle: &RevokeHandle, expires_at: i64) -> Result<LeaseState, Error> {
         let handle = serde_json::to_string(handle).map_err(|e| Error::Corrupt(e.to_string()))?;
-        self.group_commit.activate_lease(id, handle).await
+        self.group_commit.activate_lease(id, handle, expires_at).await
     }
 
     /// Queues one lease for revocation (e.g. minted for an exchange that then failed).

@@ -42,10 +42,12 @@ const INSERT_LEASE: &str =
     "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at)
  VALUES ($1, $2, $3, $4, $5, NULL, 'pending', $6, $7, $6)";
 
-/// A pending lease becomes active; a lease whose job ended meanwhile keeps its state.
+/// A pending lease becomes active; a lease whose job ended meanwhile keeps its state. The
+/// credential's expiry replaces the lease's if later.
 const ACTIVATE_LEASE: &str = "UPDATE leases SET handle = $1, updated_at = $2,
+     expires_at = CASE WHEN expires_at < $3 THEN $3 ELSE expires_at END,
      state = CASE WHEN state = 'pending' THEN 'active' ELSE state END
- WHERE id = $3 RETURNING state";
+ WHERE id = $4 RETURNING state";
 
 /// The statements a batch runs, and one to spare.
 const CACHED_STATEMENTS: usize = 6;
@@ -149,7 +151,9 @@ fn run_in_transaction(connection: &mut Connection, writes: &[Write]) -> Result<V
     for write in writes {
         outcomes.push(match write {
             Write::Begin { leases, .. } => Outcome::Begun(begin_leases(&tx, leases, now)?),
-            Write::Activate { id, handle, .. } => Outcome::Activated(activate_lease(&tx, id, handle, now)?),
+            Write::Activate { id, handle, expires_at, .. } => {
+                Outcome::Activated(activate_lease(&tx, id, handle, *expires_at, now)?)
+            }
         });
     }
     tx.commit()?;
@@ -185,9 +189,17 @@ fn begin_leases(tx: &Connection, new: &NewLeases, now: i64) -> Result<LeaseBegun
 }
 
 /// See [`super::Store::activate_lease`].
-fn activate_lease(tx: &Connection, id: &str, handle: &str, now: i64) -> rusqlite::Result<Result<LeaseState, Error>> {
-    let state: Option<String> =
-        tx.prepare_cached(ACTIVATE_LEASE)?.query_row(params![handle, now, id], |row| row.get(0)).optional()?;
+fn activate_lease(
+    tx: &Connection,
+    id: &str,
+    handle: &str,
+    expires_at: i64,
+    now: i64,
+) -> rusqlite::Result<Result<LeaseState, Error>> {
+    let state: Option<String> = tx
+        .prepare_cached(ACTIVATE_LEASE)?
+        .query_row(params![handle, now, expires_at, id], |row| row.get(0))
+        .optional()?;
     Ok(match state {
         Some(state) => state.parse().map_err(Error::Corrupt),
         None => Err(vanished(id)),
