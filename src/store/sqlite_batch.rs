@@ -112,17 +112,20 @@ impl SqliteBatches {
 }
 
 fn commit_as_they_come(mut connection: Connection, submitted: &Receiver<Submitted>, counters: &Counters) {
-    while let Ok((batch, _writer)) = submitted.recv() {
-        commit(&mut connection, batch, counters);
+    while let Ok((batch, writer)) = submitted.recv() {
+        commit(&mut connection, batch, writer, counters);
     }
 }
 
 /// Commits `batch` together; if that fails, each write in a transaction of its own, so one
-/// write's failure is its own.
-fn commit(connection: &mut Connection, batch: Vec<Write>, counters: &Counters) {
+/// write's failure is its own. The writer is let go as soon as the batch has committed, before
+/// its answers: the task waiting for it is then woken ahead of the exchanges, and the next batch
+/// starts sooner.
+fn commit(connection: &mut Connection, batch: Vec<Write>, writer: Writer, counters: &Counters) {
     if batch.len() > 1 {
         match run_in_transaction(connection, &batch) {
             Ok(outcomes) => {
+                drop(writer);
                 counters.batch_committed(batch.len());
                 for (write, outcome) in batch.into_iter().zip(outcomes) {
                     write.answer(outcome);
