@@ -176,14 +176,16 @@ impl Stages {
     /// carries, criterion picks the iteration count (so a pre-signed pool could run dry), and
     /// signing per exchange would make a run take minutes. The verified job then gets a fresh
     /// token id and job id, so the replay record and the job's row are inserted, as in every
-    /// real exchange, instead of the exchange being refused as a replay.
+    /// real exchange, instead of the exchange being refused as a replay. The token id is random,
+    /// as CI systems' `jti`s are (a UUID), so each replay record lands on a page of its own as
+    /// the table grows; job ids increase, as CI systems' do.
     async fn verify_map_policy_store(&self, store: &Store) {
         let mut job = self.verifier.verify(black_box(&self.token)).await.expect("valid");
         let Decision::Granted(roles) = self.policy.decide(&job, &self.requested) else {
             panic!("the bench's request was refused");
         };
         let exchange_number = self.exchanges.fetch_add(1, Ordering::Relaxed);
-        job.token_id = format!("jti:bench-{exchange_number}");
+        job.token_id = format!("jti:{}", uuid::Uuid::new_v4());
         job.job_id = format!("bench-{exchange_number}");
         record_before_minting(store, &job, &roles).await;
     }
