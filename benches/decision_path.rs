@@ -214,7 +214,7 @@ async fn record_before_minting(store: &Store, job: &Job, roles: &[&Role]) {
             })
             .collect(),
     };
-    assert_eq!(store.begin_leases(&leases).await.expect("store"), LeaseBegun::Begun);
+    assert_eq!(store.begin_leases(leases).await.expect("store"), LeaseBegun::Begun);
 }
 
 impl Fixture {

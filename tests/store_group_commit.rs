@@ -56,7 +56,7 @@ async fn concurrent_leases_begin_together_as_each_would_alone(subject: Subject) 
     for ((id, job), token) in others.iter().zip(&tokens) {
         cases.push(("another job", lease(id, job, Some(token), far), LeaseBegun::Begun));
     }
-    let outcomes = join_all(cases.iter().map(|(_, lease, _)| store.begin_leases(lease))).await;
+    let outcomes = join_all(cases.iter().map(|(_, lease, _)| store.begin_leases(lease.clone()))).await;
     for ((case, lease, expected), outcome) in cases.iter().zip(outcomes) {
         assert_eq!(outcome.unwrap(), *expected, "{case} ({})", lease.leases[0].id);
     }
@@ -86,7 +86,7 @@ async fn concurrent_activations_and_begins_commit_together(subject: Subject) {
     let store = subject.store;
     let far = now() + 3600;
     for (id, job) in [("a", "1"), ("b", "1"), ("c", "2")] {
-        assert_eq!(store.begin_leases(&lease(id, job, None, far)).await.unwrap(), LeaseBegun::Begun);
+        assert_eq!(store.begin_leases(lease(id, job, None, far)).await.unwrap(), LeaseBegun::Begun);
     }
     store.end_job("github", "2", "self", None, far).await.unwrap();
     let written_alone = store.group_commit_stats();
@@ -94,7 +94,7 @@ async fn concurrent_activations_and_begins_commit_together(subject: Subject) {
     let (handles, ids) = (["a", "b", "c", "gone"].map(handle), ["a", "b", "c", "gone"]);
     let activations = join_all(ids.iter().zip(&handles).map(|(id, handle)| store.activate_lease(id, handle, far)));
     let new_leases = [lease("d", "3", Some("jti:d"), far), lease("e", "2", Some("jti:e"), far)];
-    let begins = join_all(new_leases.iter().map(|lease| store.begin_leases(lease)));
+    let begins = join_all(new_leases.iter().map(|lease| store.begin_leases(lease.clone())));
     let (activated, begun) = tokio::join!(activations, begins);
 
     let activated: Vec<_> = activated.into_iter().map(|outcome| outcome.map_err(|e| e.to_string())).collect();
@@ -123,7 +123,7 @@ async fn a_failing_write_fails_alone(subject: Subject) {
         lease("same-id", "3", Some("jti:3"), far),
         lease("last", "4", Some("jti:4"), far),
     ];
-    let outcomes = join_all(leases.iter().map(|lease| store.begin_leases(lease))).await;
+    let outcomes = join_all(leases.iter().map(|lease| store.begin_leases(lease.clone()))).await;
     assert_eq!(
         store.group_commit_stats(),
         GroupCommitStats { batches: 0, batched_writes: 0, batches_failed: 1 },

@@ -60,7 +60,7 @@ async fn keeps_replay_records_across_reopening(subject: Subject) {
 async fn moves_a_lease_from_pending_to_active_to_revoking_to_revoked(subject: Subject) {
     let store = subject.store;
     let far = now() + 3600;
-    assert_eq!(store.begin_leases(&lease("l1", "42", far)).await.unwrap(), LeaseBegun::Begun);
+    assert_eq!(store.begin_leases(lease("l1", "42", far)).await.unwrap(), LeaseBegun::Begun);
     let leases = store.leases_of_job("github", "42").await.unwrap();
     assert_eq!((leases.len(), leases[0].state, leases[0].handle.clone()), (1, LeaseState::Pending, None));
 
@@ -86,7 +86,7 @@ async fn refuses_new_leases_for_an_ended_job_even_one_never_seen(subject: Subjec
         store.end_job("github", "7", "webhook:github", None, far).await.unwrap(),
         EndOutcome::Ended { revoking: 0 }
     );
-    assert_eq!(store.begin_leases(&lease("l1", "7", far)).await.unwrap(), LeaseBegun::JobEnded);
+    assert_eq!(store.begin_leases(lease("l1", "7", far)).await.unwrap(), LeaseBegun::JobEnded);
     assert_eq!(store.count_jobs(JobState::Ended).await.unwrap(), 1);
     assert_eq!(store.count_jobs(JobState::Active).await.unwrap(), 0);
     assert!(store.leases_of_job("github", "7").await.unwrap().is_empty());
@@ -95,7 +95,7 @@ async fn refuses_new_leases_for_an_ended_job_even_one_never_seen(subject: Subjec
 async fn keeps_the_handle_of_a_credential_minted_while_its_job_ended(subject: Subject) {
     let store = subject.store;
     let far = now() + 3600;
-    store.begin_leases(&lease("l1", "42", far)).await.unwrap();
+    store.begin_leases(lease("l1", "42", far)).await.unwrap();
     store.end_job("github", "42", "self", None, far).await.unwrap();
     assert!(store.claim_revocations(10, 60_000).await.unwrap().is_empty(), "no handle yet: nothing to revoke");
     assert_eq!(store.activate_lease("l1", &handle("acc"), far).await.unwrap(), LeaseState::Revoking);
@@ -116,10 +116,10 @@ async fn applies_a_webhook_delivery_once(subject: Subject) {
 async fn expires_and_prunes_what_has_run_out(subject: Subject) {
     let store = subject.store;
     let now = now();
-    store.begin_leases(&lease("old", "1", now - 10)).await.unwrap();
+    store.begin_leases(lease("old", "1", now - 10)).await.unwrap();
     store.activate_lease("old", &handle("a"), now - 20).await.unwrap();
     // Planned to have run out, but its credential, minted later, lives on: the later expiry holds.
-    store.begin_leases(&lease("new", "2", now - 5)).await.unwrap();
+    store.begin_leases(lease("new", "2", now - 5)).await.unwrap();
     store.activate_lease("new", &handle("b"), now + 3600).await.unwrap();
 
     assert_eq!(store.expire_leases(now, 30).await.unwrap(), 1);
@@ -143,7 +143,7 @@ async fn two_workers_never_claim_the_same_task(subject: Subject) {
     let far = now() + 3600;
     for n in 0..40 {
         let (id, job) = (format!("l{n}"), format!("{n}"));
-        subject.store.begin_leases(&lease(&id, &job, far)).await.unwrap();
+        subject.store.begin_leases(lease(&id, &job, far)).await.unwrap();
         subject.store.activate_lease(&id, &handle(&id), far).await.unwrap();
         subject.store.end_job("github", &job, "self", None, far).await.unwrap();
     }
@@ -173,7 +173,7 @@ async fn a_job_ending_during_exchanges_leaves_no_active_lease(subject: Subject) 
         let job_for_end = job.clone();
         tasks.push(tokio::spawn(async move {
             let id = format!("lease-{job}");
-            if minter.begin_leases(&lease(&id, &job, far)).await.unwrap() == LeaseBegun::Begun {
+            if minter.begin_leases(lease(&id, &job, far)).await.unwrap() == LeaseBegun::Begun {
                 minter.activate_lease(&id, &handle(&id), far).await.unwrap();
             }
         }));
@@ -213,7 +213,7 @@ async fn confirms_many_revocations_in_one_write(subject: Subject) {
     let store = subject.store;
     let far = now() + 3600;
     for (id, job) in [("l1", "1"), ("l2", "1"), ("l3", "1"), ("other", "2")] {
-        store.begin_leases(&lease(id, job, far)).await.unwrap();
+        store.begin_leases(lease(id, job, far)).await.unwrap();
         store.activate_lease(id, &handle(id), far).await.unwrap();
     }
     store.end_job("github", "1", "self", None, far).await.unwrap();
@@ -235,14 +235,14 @@ async fn spends_a_token_with_its_leases_and_refuses_its_replay(subject: Subject)
     let spends = Some(SpentToken { token_id: "jti:t1".into(), expires_at: far });
     let mut first = NewLeases { spends: spends.clone(), ..lease("l1", "42", far) };
     first.leases.push(NewLease { id: "l1-read".into(), role: "read".into(), ..first.leases[0].clone() });
-    assert_eq!(store.begin_leases(&first).await.unwrap(), LeaseBegun::Begun);
+    assert_eq!(store.begin_leases(first).await.unwrap(), LeaseBegun::Begun);
     assert!(!store.record_exchange("github", "jti:t1", far).await.unwrap(), "the token is spent");
     let written: Vec<(String, LeaseState)> =
         store.leases_of_job("github", "42").await.unwrap().into_iter().map(|l| (l.role, l.state)).collect();
     assert_eq!(written, [("deploy".into(), LeaseState::Pending), ("read".into(), LeaseState::Pending)]);
 
     let replay = NewLeases { spends, ..lease("l2", "43", far) };
-    assert_eq!(store.begin_leases(&replay).await.unwrap(), LeaseBegun::Replayed);
+    assert_eq!(store.begin_leases(replay).await.unwrap(), LeaseBegun::Replayed);
     assert!(store.leases_of_job("github", "43").await.unwrap().is_empty(), "a replay writes no lease");
     assert_eq!(store.count_jobs(JobState::Active).await.unwrap(), 1, "nor the replaying job");
 }

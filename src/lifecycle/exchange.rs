@@ -165,7 +165,7 @@ impl Broker {
                 })
                 .collect(),
         };
-        match self.store.begin_leases(&new_leases).await? {
+        match self.store.begin_leases(new_leases).await? {
             LeaseBegun::Begun => Ok(planned),
             LeaseBegun::Replayed => {
                 tracing::warn!(issuer = %job.issuer, job_id = %job.job_id, "token replayed");

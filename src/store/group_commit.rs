@@ -102,9 +102,9 @@ impl GroupCommit {
         }
     }
 
-    pub(super) async fn begin_leases(&self, leases: &NewLeases) -> Result<LeaseBegun, Error> {
+    pub(super) async fn begin_leases(&self, leases: NewLeases) -> Result<LeaseBegun, Error> {
         let (reply, answer) = oneshot::channel();
-        self.queue.send(Write::Begin { leases: leases.clone(), reply }).await.map_err(|_| stopped())?;
+        self.queue.send(Write::Begin { leases, reply }).await.map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
     }
 

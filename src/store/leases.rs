@@ -15,7 +15,7 @@ impl Store {
     /// (then nothing is written). The job is recorded as seen in the same transaction, so an end
     /// racing with this exchange either finds these leases (and revokes them) or is found by
     /// them. Committed together with concurrent exchanges' writes.
-    pub async fn begin_leases(&self, leases: &NewLeases) -> Result<LeaseBegun, Error> {
+    pub async fn begin_leases(&self, leases: NewLeases) -> Result<LeaseBegun, Error> {
         self.group_commit.begin_leases(leases).await
     }
 

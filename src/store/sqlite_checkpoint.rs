@@ -4,6 +4,11 @@
 //! there are). On the group commit's thread, every exchange of that batch, and of the batches
 //! queued behind it, would wait for those syncs. Here a thread checkpoints every
 //! [`INTERVAL`], passively: it never waits for a writer or a reader, nor makes one wait.
+//!
+//! A passive checkpoint copies pages but cannot restart the WAL from its beginning while writes
+//! keep coming: only a writer can, once every page is copied. So the writers' own checkpoint
+//! stays, at [`FALLBACK_PAGES`]: it then finds the pages already copied, syncs what little is
+//! left, and the next write starts the WAL over. The WAL file grows to about that size.
 
 use std::path::Path;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -15,8 +20,9 @@ use super::Error;
 
 pub(super) const INTERVAL: Duration = Duration::from_millis(100);
 
-/// Every connection's own automatic checkpoint, in pages: far more than the WAL grows by in an
-/// [`INTERVAL`] under load, so it only bounds the WAL should this thread fall behind.
+/// Every connection's own automatic checkpoint, in pages (4 KiB each): how large the WAL grows
+/// before a writer restarts it, ten times SQLite's default, so the committing thread syncs ten
+/// times less often.
 pub(super) const FALLBACK_PAGES: u32 = 10_000;
 
 /// The checkpointing thread; it ends when this is dropped.
@@ -77,7 +83,7 @@ mod tests {
                 spends: None,
                 leases: vec![lease],
             };
-            store.begin_leases(&leases).await.unwrap();
+            store.begin_leases(leases).await.unwrap();
         }
         let started = Instant::now();
         while std::fs::metadata(&file).unwrap().len() == migrated {
