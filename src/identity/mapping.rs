@@ -8,12 +8,13 @@ use crate::job::{CiKind, Job};
 
 /// Maps already-trusted claims onto a job of issuer `issuer` (the configured name policy uses).
 /// `token_id` and `expires_at` come from `jti` and `exp` when present; the verifier sets its own.
-pub fn job_from_claims(kind: CiKind, issuer: &str, claims: &Value) -> Result<Job, Error> {
+/// The claims are kept in the job (for `claims:` conditions), so they are taken, not copied.
+pub fn job_from_claims(kind: CiKind, issuer: &str, claims: Value) -> Result<Job, Error> {
     let mut job = match kind {
-        CiKind::Github => github::job(issuer, claims)?,
-        CiKind::Gitlab => gitlab::job(issuer, claims)?,
-        CiKind::Buildkite => buildkite::job(issuer, claims)?,
-        CiKind::Circleci => circleci::job(issuer, claims)?,
+        CiKind::Github => github::job(issuer, &claims)?,
+        CiKind::Gitlab => gitlab::job(issuer, &claims)?,
+        CiKind::Buildkite => buildkite::job(issuer, &claims)?,
+        CiKind::Circleci => circleci::job(issuer, &claims)?,
     };
     if let Some(jti) = claims.get("jti").and_then(Value::as_str) {
         job.token_id = format!("jti:{jti}");
@@ -21,6 +22,6 @@ pub fn job_from_claims(kind: CiKind, issuer: &str, claims: &Value) -> Result<Job
     if let Some(exp) = claims.get("exp").and_then(Value::as_i64) {
         job.expires_at = exp;
     }
-    job.claims = claims::as_object(claims.clone())?;
+    job.claims = claims::as_object(claims)?;
     Ok(job)
 }

@@ -20,9 +20,28 @@ pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 const LEEWAY_SECONDS: u64 = 60;
 
 pub struct Verifier {
-    audience: String,
-    issuers: HashMap<String, IssuerConfig>,
+    /// By `iss`.
+    issuers: HashMap<String, Pinned>,
     keys: KeyStore,
+}
+
+/// A pinned issuer and what validating its tokens takes, for each algorithm it may use: built
+/// once, not per token.
+struct Pinned {
+    config: IssuerConfig,
+    validations: Vec<(Algorithm, Validation)>,
+}
+
+impl Pinned {
+    fn new(config: IssuerConfig, audience: &str) -> Self {
+        let validations = config.algorithms.iter().map(|&alg| (alg, validation(&config, audience, alg))).collect();
+        Self { config, validations }
+    }
+
+    /// None for an algorithm this issuer may not use.
+    fn validation(&self, alg: Algorithm) -> Option<&Validation> {
+        self.validations.iter().find(|(allowed, _)| *allowed == alg).map(|(_, validation)| validation)
+    }
 }
 
 #[derive(Deserialize)]
@@ -33,8 +52,9 @@ struct UnverifiedIssuer {
 impl Verifier {
     pub fn new(audience: String, issuers: Vec<IssuerConfig>, http: HttpClient) -> Self {
         let keys = KeyStore::new(http, &issuers);
-        let issuers = issuers.into_iter().map(|issuer| (issuer.issuer.clone(), issuer)).collect();
-        Self { audience, issuers, keys }
+        let issuers =
+            issuers.into_iter().map(|issuer| (issuer.issuer.clone(), Pinned::new(issuer, &audience))).collect();
+        Self { issuers, keys }
     }
 
     /// See [`KeyStore::set_refresh_cooldown`].
@@ -52,19 +72,18 @@ impl Verifier {
         // unknown issuer is refused here, before any network call.
         let unverified: UnverifiedIssuer = jsonwebtoken::dangerous::insecure_decode_claims(token)
             .map_err(|_| Error::Malformed("the claims do not name an issuer".into()))?;
-        let issuer = self.issuers.get(&unverified.iss).ok_or(Error::UnknownIssuer)?;
-        if !issuer.algorithms.contains(&header.alg) {
-            return Err(Error::AlgorithmNotAllowed(format!("{:?}", header.alg)));
-        }
+        let pinned = self.issuers.get(&unverified.iss).ok_or(Error::UnknownIssuer)?;
+        let validation =
+            pinned.validation(header.alg).ok_or_else(|| Error::AlgorithmNotAllowed(format!("{:?}", header.alg)))?;
+        let issuer = &pinned.config;
         let kid = header.kid.as_deref().ok_or_else(|| Error::Malformed("the header has no kid".into()))?;
         let key = self.keys.key(issuer, kid).await?;
         key.check_fits(header.alg)?;
-        let verified =
-            jsonwebtoken::decode::<Value>(token, &key.key, &self.validation(issuer, header.alg)).map_err(invalid)?;
+        let verified = jsonwebtoken::decode::<Value>(token, &key.key, validation).map_err(invalid)?;
         let claims = verified.claims;
         let registered: Registered = claims::decode(&claims)?;
         check_issued_at(registered.iat)?;
-        let mut job = job_from_claims(issuer.kind, &issuer.name, &claims)?;
+        let mut job = job_from_claims(issuer.kind, &issuer.name, claims)?;
         job.token_id = match registered.jti {
             Some(jti) if !jti.is_empty() => format!("jti:{jti}"),
             _ => format!("sha256:{}", token_sha256(token)),
@@ -72,16 +91,16 @@ impl Verifier {
         job.expires_at = registered.exp;
         Ok(job)
     }
+}
 
-    fn validation(&self, issuer: &IssuerConfig, alg: Algorithm) -> Validation {
-        let mut validation = Validation::new(alg);
-        validation.set_issuer(&[&issuer.issuer]);
-        validation.set_audience(&[&self.audience]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-        validation.validate_nbf = true;
-        validation.leeway = LEEWAY_SECONDS;
-        validation
-    }
+fn validation(issuer: &IssuerConfig, audience: &str, alg: Algorithm) -> Validation {
+    let mut validation = Validation::new(alg);
+    validation.set_issuer(&[&issuer.issuer]);
+    validation.set_audience(&[audience]);
+    validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+    validation.validate_nbf = true;
+    validation.leeway = LEEWAY_SECONDS;
+    validation
 }
 
 /// The hex SHA-256 of a token's text: how audit events and replay records name a token.

@@ -68,8 +68,8 @@ pub(super) fn map(claims: &Value, choice: &MappingChoice) -> Result<Mapped, Erro
             (issuer, kind, how)
         }
     };
-    let job =
-        job_from_claims(kind, &issuer, claims).map_err(|source| Error::Identity { kind: kind_name(kind), source })?;
+    let job = job_from_claims(kind, &issuer, claims.clone())
+        .map_err(|source| Error::Identity { kind: kind_name(kind), source })?;
     let how = format!("issuer `{issuer}`, kind {}: {how}", kind_name(kind));
     Ok(Mapped { job, how })
 }
