@@ -80,7 +80,7 @@ impl GroupCommit {
 
     /// Fails once the commits have stopped (see [`Running`]).
     pub(super) fn check(&self) -> Result<(), Error> {
-        if self.running.stopped() { Err(stopped()) } else { Ok(()) }
+        if self.running.stopped() { Err(Error::Stopped) } else { Ok(()) }
     }
 
     #[cfg(test)]
@@ -104,20 +104,16 @@ impl GroupCommit {
 
     pub(super) async fn begin_leases(&self, leases: NewLeases) -> Result<LeaseBegun, Error> {
         let (reply, answer) = oneshot::channel();
-        self.queue.send(Write::Begin { leases, reply }).await.map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
+        self.queue.send(Write::Begin { leases, reply }).await.map_err(|_| Error::Stopped)?;
+        answer.await.map_err(|_| Error::Stopped)?
     }
 
     pub(super) async fn activate_lease(&self, id: &str, handle: String, expires_at: i64) -> Result<LeaseState, Error> {
         let (reply, answer) = oneshot::channel();
         let write = Write::Activate { id: id.to_owned(), handle, expires_at, reply };
-        self.queue.send(write).await.map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
+        self.queue.send(write).await.map_err(|_| Error::Stopped)?;
+        answer.await.map_err(|_| Error::Stopped)?
     }
-}
-
-pub(super) fn stopped() -> Error {
-    Error::Stopped
 }
 
 async fn commit_as_they_come(

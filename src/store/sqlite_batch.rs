@@ -17,7 +17,7 @@ use std::sync::mpsc::{self, Receiver, SendError, Sender};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::group_commit::{Counters, RunningGuard, Write, stopped};
+use super::group_commit::{Counters, RunningGuard, Write};
 use super::lease_batch::vanished;
 use super::replay::SPEND_TOKEN;
 use super::sqlite_checkpoint::Checkpoints;
@@ -105,7 +105,7 @@ impl SqliteBatches {
     pub(super) fn submit(&self, batch: Vec<Write>, writer: Writer) {
         if let Err(SendError((batch, _writer))) = self.batches.send((batch, writer)) {
             for write in batch {
-                write.fail(stopped());
+                write.fail(Error::Stopped);
             }
         }
     }
