@@ -2,7 +2,7 @@
 //! knows the job's token (`auth/token/lookup-accessor` fails), over many jobs, against a real
 //! OpenBao and the broker binary. Run: `cargo bench --bench exposure_window [-- JOBS]`.
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! (both must level off once the sweeper prunes) and the exposure window on a sample of jobs.
 //! Run: `cargo bench --bench soak -- [--jobs 1000000] [--rate 300] [--sample-every 100]`.
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 #[path = "soak/probe.rs"]

@@ -1,11 +1,9 @@
 //! `ci-creds get`'s exit codes, each caused for real: no token (3), refusals by the broker (4),
 //! an unreachable or failing broker (5, after retries with fresh tokens), usage (2).
 
-mod support;
-
-use support::ci_job::{Proxy, TokenEndpoint, assert_no_secret, ci_creds, err, out};
-use support::stack::Stack;
-use support::{AUDIENCE, free_port, github_token};
+use crate::support::ci_job::{Proxy, TokenEndpoint, assert_no_secret, ci_creds, err, out};
+use crate::support::stack::Stack;
+use crate::support::{AUDIENCE, free_port, github_token};
 
 const FAST_RETRY: &str = "50ms";
 

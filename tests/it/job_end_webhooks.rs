@@ -1,15 +1,15 @@
 //! CI completion webhooks end jobs: every credential of the job is revoked in OpenBao, and the
 //! job can never obtain credentials again. Bad deliveries change nothing.
 
-mod support;
-
 use std::time::Duration;
 
 use ci_creds::store::LeaseState;
 use serde_json::{Value, json};
-use support::stack::Stack;
-use support::webhooks::{body, buildkite_signed_headers, github_headers, gitlab_headers};
-use support::{claims_for, fixture, github_token};
+
+use crate::support;
+use crate::support::stack::Stack;
+use crate::support::webhooks::{body, buildkite_signed_headers, github_headers, gitlab_headers};
+use crate::support::{claims_for, fixture, github_token};
 
 const GITHUB_JOB: &str = "289782451";
 

@@ -1,12 +1,10 @@
 //! `ci-creds revoke`: the job's final always-run step ends the job and every credential it got.
 
-mod support;
-
 use std::time::Duration;
 
-use support::ci_job::{TokenEndpoint, assert_no_secret, ci_creds, err, out};
-use support::stack::Stack;
-use support::{AUDIENCE, github_token};
+use crate::support::ci_job::{TokenEndpoint, assert_no_secret, ci_creds, err, out};
+use crate::support::stack::Stack;
+use crate::support::{AUDIENCE, github_token};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn revoke_ends_the_job_and_prints_how_many_credentials_went() {

@@ -1,12 +1,12 @@
 //! Bad input gets a clear JSON error with a stable code, never a panic or a hang.
 
-mod support;
-
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
-use support::github_token;
-use support::stack::Stack;
+
+use crate::support;
+use crate::support::github_token;
+use crate::support::stack::Stack;
 
 /// What is sent (a name, the Authorization header, the body) and the status and code expected.
 struct Case {

@@ -1,7 +1,5 @@
 //! One test per way a CI token can be wrong, each built from a fixture with one thing changed.
 
-mod support;
-
 use std::sync::Arc;
 
 use base64::Engine;
@@ -12,7 +10,8 @@ use ci_creds::job::{CiKind, DangerousTrigger};
 use ci_creds::net::HttpClient;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
-use support::{AUDIENCE, claims_for, github_token, start_issuer};
+
+use crate::support::{AUDIENCE, claims_for, github_token, start_issuer};
 
 fn verifier_for(issuer: &DevIssuer, kind: CiKind, algorithms: Vec<Algorithm>) -> Verifier {
     let config = IssuerConfig {

@@ -1,14 +1,14 @@
 //! `ci-creds get` run as a binary inside a simulated job, against the real broker and OpenBao:
 //! each format's exact output, where it goes, and that stderr never holds a secret.
 
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 
 use reqwest::Method;
-use support::ci_job::{Proxy, TokenEndpoint, assert_no_secret, ci_creds, err, out};
-use support::stack::Stack;
-use support::{AUDIENCE, github_token};
+
+use crate::support;
+use crate::support::ci_job::{Proxy, TokenEndpoint, assert_no_secret, ci_creds, err, out};
+use crate::support::stack::Stack;
+use crate::support::{AUDIENCE, github_token};
 
 /// The Vault token in `line` (after `prefix`), checked against OpenBao: it reads what
 /// `deploy-prod` may read.

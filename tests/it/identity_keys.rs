@@ -1,8 +1,6 @@
 //! The issuer's keys: cached, refreshed on an unknown `kid` at most once per cooldown, rotated
 //! keys picked up without a restart; and malformed tokens refused before any key is fetched.
 
-mod support;
-
 use std::time::Duration;
 
 use base64::Engine;
@@ -13,7 +11,8 @@ use ci_creds::job::CiKind;
 use ci_creds::net::HttpClient;
 use jsonwebtoken::{Algorithm, Header};
 use serde_json::json;
-use support::{AUDIENCE, claims_for, github_token, start_issuer};
+
+use crate::support::{AUDIENCE, claims_for, github_token, start_issuer};
 
 const TEST_COOLDOWN: Duration = Duration::from_millis(600);
 

@@ -1,15 +1,14 @@
 //! `GET /metrics` after real exchanges, a webhook and revocations against OpenBao: the values
 //! are the ones that happened, and no label carries a job id, token or unlisted repository.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::json;
-use support::stack::Stack;
-use support::webhooks::{body, github_headers};
-use support::{fixture, github_token};
+
+use crate::support::stack::Stack;
+use crate::support::webhooks::{body, github_headers};
+use crate::support::{fixture, github_token};
 
 type Labels = BTreeMap<String, String>;
 

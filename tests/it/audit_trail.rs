@@ -1,18 +1,17 @@
 //! The running broker's audit trail: every decision and lifecycle step is one chained event,
 //! carrying the presented token's SHA-256 and never a token or secret.
 
-mod support;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ci_creds::identity::token_sha256;
 use serde_json::{Value, json};
-use support::broker::GITHUB_WEBHOOK_SECRET;
-use support::proxy::Mode;
-use support::stack::Stack;
-use support::webhooks::{body, github_headers};
-use support::{claims_for, fixture, github_token};
+
+use crate::support::broker::GITHUB_WEBHOOK_SECRET;
+use crate::support::proxy::Mode;
+use crate::support::stack::Stack;
+use crate::support::webhooks::{body, github_headers};
+use crate::support::{claims_for, fixture, github_token};
 
 const GITHUB_JOB: &str = "289782451";
 

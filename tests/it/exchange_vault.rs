@@ -1,12 +1,12 @@
 //! The exchange end to end against a real OpenBao: what the minted token is, and what it can do.
 
-mod support;
-
 use ci_creds::store::LeaseState;
 use reqwest::Method;
 use serde_json::json;
-use support::github_token;
-use support::stack::Stack;
+
+use crate::support;
+use crate::support::github_token;
+use crate::support::stack::Stack;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn mints_a_vault_token_bound_to_the_job() {

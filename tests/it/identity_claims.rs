@@ -1,13 +1,12 @@
 //! Time, audience and claim-shape checks on otherwise valid tokens.
 
-mod support;
-
 use ci_creds::identity::{Error, IssuerConfig, Verifier};
 use ci_creds::job::CiKind;
 use ci_creds::net::HttpClient;
 use jsonwebtoken::Algorithm;
 use serde_json::{Value, json};
-use support::{AUDIENCE, github_token, start_issuer};
+
+use crate::support::{AUDIENCE, github_token, start_issuer};
 
 async fn verify_github(edit: impl FnOnce(&mut Value)) -> Result<ci_creds::job::Job, Error> {
     let issuer = start_issuer().await;

@@ -1,15 +1,15 @@
 //! The exchange against a real STS (moto): what the session is, what STS was asked for, and how
 //! the broker answers when STS is unreachable or refuses.
 
-mod support;
-
 use ci_creds::backends::RevokeHandle;
 use ci_creds::store::LeaseState;
 use serde_json::{Value, json};
-use support::aws_stack::{AwsStack, Options};
-use support::proxy::Mode;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+
+use crate::support;
+use crate::support::aws_stack::{AwsStack, Options};
+use crate::support::proxy::Mode;
 
 const JOB: &str = "289782451";
 const IDENTITY: &str = "github@289782451";

@@ -1,12 +1,11 @@
 //! The store's contract, run against every database it supports: the same tests on an SQLite
 //! file and on a throw-away PostgreSQL cluster.
 
-mod support;
-
 use std::sync::Arc;
 
 use ci_creds::store::{EndOutcome, JobState, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken, Store, now};
-use support::store::{Subject, handle, lease, postgres, sqlite};
+
+use crate::support::store::{Subject, handle, lease, postgres, sqlite};
 
 macro_rules! on_every_store {
     ($($test:ident),* $(,)?) => {

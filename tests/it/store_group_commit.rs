@@ -2,11 +2,11 @@
 //! SQLite and on PostgreSQL. The tests run on one thread, so writes queued in the same poll reach
 //! the committing task together, as one batch.
 
-mod support;
-
 use ci_creds::store::{GroupCommitStats, JobState, LeaseBegun, LeaseState, NewLeases, SpentToken, now};
 use futures_util::future::join_all;
-use support::store::{Subject, handle, postgres, sqlite};
+
+use crate::support;
+use crate::support::store::{Subject, handle, postgres, sqlite};
 
 macro_rules! on_every_store {
     ($($test:ident),* $(,)?) => {

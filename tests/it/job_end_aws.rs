@@ -2,18 +2,17 @@
 //! `ci-creds-revoked` inline policy, read back from IAM (moto); expired entries are pruned; the
 //! role's inline-policy budget, concurrent ends and an IAM outage are survived.
 
-mod support;
-
 use std::time::Duration;
 
 use ci_creds::store::LeaseState;
 use serde_json::{Value, json};
-use support::aws_stack::{AwsStack, Options};
-use support::fixture;
-use support::proxy::Mode;
-use support::webhooks::{body, github_headers};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+
+use crate::support::aws_stack::{AwsStack, Options};
+use crate::support::fixture;
+use crate::support::proxy::Mode;
+use crate::support::webhooks::{body, github_headers};
 
 const JOB: &str = "289782451";
 

@@ -1,11 +1,11 @@
 //! What the broker refuses, and that a refusal explains itself and leaves nothing behind.
 
-mod support;
-
 use ci_creds::store::LeaseState;
 use serde_json::json;
-use support::github_token;
-use support::stack::Stack;
+
+use crate::support;
+use crate::support::github_token;
+use crate::support::stack::Stack;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn explains_a_denial_with_the_callers_own_claims_only() {

@@ -1,12 +1,11 @@
 //! The Vault backend on its own, against a real OpenBao: revoking is idempotent.
 
-mod support;
-
 use ci_creds::backends::vault::{VaultBackend, VaultConfig};
 use ci_creds::backends::{Backend, RevokeHandle};
 use ci_creds::net::HttpClient;
 use secrecy::SecretString;
-use support::bao::{Bao, ROOT_TOKEN};
+
+use crate::support::bao::{Bao, ROOT_TOKEN};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_accessor_vault_no_longer_knows_counts_as_revoked() {

@@ -1,8 +1,6 @@
 //! A role's dynamic secret, read with the job's own token: OpenBao's database engine makes a
 //! PostgreSQL login that works while the job runs and is gone once the job has ended.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use ci_creds::backends::RevokeHandle;
@@ -10,10 +8,11 @@ use ci_creds::store::LeaseState;
 use reqwest::Method;
 use serde_json::json;
 use sqlx::Connection;
-use support::postgres::{Postgres, SUPERUSER, SUPERUSER_PASSWORD};
-use support::stack::Stack;
-use support::webhooks::{body, github_headers};
-use support::{fixture, github_token};
+
+use crate::support::postgres::{Postgres, SUPERUSER, SUPERUSER_PASSWORD};
+use crate::support::stack::Stack;
+use crate::support::webhooks::{body, github_headers};
+use crate::support::{fixture, github_token};
 
 async fn configure_database_engine(stack: &Stack, postgres: &Postgres) {
     let bao = &stack.bao;

@@ -1,8 +1,8 @@
 //! `ci-creds serve` with a bad config or policy exits non-zero, naming what is wrong.
 
-mod support;
-
 use std::process::Command;
+
+use crate::support;
 
 const GOOD_ISSUER: &str =
     "[[issuers]]\nname = \"github\"\nkind = \"github\"\nissuer = \"https://token.actions.githubusercontent.com\"\n";

@@ -1,18 +1,17 @@
 //! Several brokers on one PostgreSQL: every guarantee holds across replicas.
 
-mod support;
-
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use ci_creds::store::LeaseState;
 use serde_json::json;
-use support::broker::Broker;
-use support::postgres::Postgres;
-use support::proxy::Mode;
-use support::stack::Stack;
-use support::webhooks::{body, github_headers};
-use support::{fixture, github_token};
+
+use crate::support::broker::Broker;
+use crate::support::postgres::Postgres;
+use crate::support::proxy::Mode;
+use crate::support::stack::Stack;
+use crate::support::webhooks::{body, github_headers};
+use crate::support::{fixture, github_token};
 
 fn completion(job_id: u64) -> (Vec<(&'static str, String)>, Vec<u8>) {
     let mut completed = fixture("github-workflow-job-completed.json");
@@ -160,7 +159,7 @@ async fn replicas_answer_503_while_postgres_is_down_and_recover_by_themselves() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn aws_jobs_of_one_role_ending_at_two_replicas_at_once_all_land_in_its_deny_list() {
-    use support::aws_stack::{AwsStack, Options};
+    use crate::support::aws_stack::{AwsStack, Options};
     let postgres = Postgres::start().await;
     postgres.create_database("ci_creds").await;
     let store_url = Some(postgres.url_without_password("ci_creds"));

@@ -1,16 +1,15 @@
 //! Job end survives what production does to it: the job ending itself, a broker crash between
 //! acknowledging and revoking, a backend outage, and credentials that expire by themselves.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use ci_creds::store::LeaseState;
 use serde_json::{Value, json};
-use support::proxy::Mode;
-use support::stack::Stack;
-use support::webhooks::{body, github_headers};
-use support::{fixture, github_token};
+
+use crate::support::proxy::Mode;
+use crate::support::stack::Stack;
+use crate::support::webhooks::{body, github_headers};
+use crate::support::{fixture, github_token};
 
 const GITHUB_JOB: &str = "289782451";
 

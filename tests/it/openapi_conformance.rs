@@ -3,16 +3,15 @@
 //! operation, and a real exchange / webhook / revoke scenario, get only documented statuses,
 //! with bodies that validate against the document's schemas (JSON Schema 2020-12).
 
-mod support;
-
 use serde_json::{Value, json};
-use support::stack::Stack;
-use support::webhooks::{body, github_headers};
-use support::{fixture, github_token};
+
+use crate::support::stack::Stack;
+use crate::support::webhooks::{body, github_headers};
+use crate::support::{fixture, github_token};
 
 type Headers = Vec<(&'static str, String)>;
 
-const CHECKED_IN: &str = include_str!("../openapi/openapi.json");
+const CHECKED_IN: &str = include_str!("../../openapi/openapi.json");
 
 #[test]
 fn checked_in_document_is_current() {

@@ -1,0 +1,34 @@
+//! Every integration test, in one binary: linked once, not once per file, which keeps a cold
+//! build's disk and link time in proportion (each binary links the AWS SDK, sqlx and axum).
+//! Each file is a module named for what it covers; `support` starts the real components.
+
+mod support;
+
+mod api_bad_input;
+mod audit_chain;
+mod audit_trail;
+mod client_exit_codes;
+mod client_formats;
+mod client_revoke;
+mod config_errors;
+mod deploy_files;
+mod dev_token;
+mod exchange_aws;
+mod exchange_refusals;
+mod exchange_vault;
+mod identity_claims;
+mod identity_keys;
+mod identity_tokens;
+mod job_end_aws;
+mod job_end_durability;
+mod job_end_webhooks;
+mod metrics_scrape;
+mod openapi_conformance;
+mod policy_cli;
+mod policy_schema;
+mod replicas;
+mod store_group_commit;
+mod store_schema;
+mod store_suite;
+mod vault_backend;
+mod vault_dynamic_secret;
