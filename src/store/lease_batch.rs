@@ -39,8 +39,13 @@ pub(super) async fn begin_and_activate(
     Ok(Outcomes { begun, activated })
 }
 
-pub(super) fn vanished(lease_id: &str) -> Error {
-    Error::Corrupt(format!("lease {lease_id} vanished"))
+/// The state an activation left lease `lease_id` in, as read back by either database's statement;
+/// `None` when the lease was no longer there to activate.
+pub(super) fn state_after_activation(lease_id: &str, state: Option<&str>) -> Result<LeaseState, Error> {
+    match state {
+        Some(state) => state.parse().map_err(Error::Corrupt),
+        None => Err(Error::Corrupt(format!("lease {lease_id} vanished"))),
+    }
 }
 
 type Key<'a> = (&'a str, &'a str);
@@ -233,10 +238,7 @@ async fn activate_leases(
     }
     Ok(activations
         .iter()
-        .map(|activation| match states.get(activation.id) {
-            Some(state) => state.parse().map_err(Error::Corrupt),
-            None => Err(vanished(activation.id)),
-        })
+        .map(|activation| state_after_activation(activation.id, states.get(activation.id).map(String::as_str)))
         .collect())
 }
 

@@ -18,7 +18,7 @@ use std::sync::mpsc::{self, Receiver, SendError, Sender};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::group_commit::{Counters, RunningGuard, Write};
-use super::lease_batch::vanished;
+use super::lease_batch::state_after_activation;
 use super::replay::SPEND_TOKEN;
 use super::sqlite_checkpoint::Checkpoints;
 use super::writer::Writer;
@@ -203,10 +203,7 @@ fn activate_lease(
         .prepare_cached(ACTIVATE_LEASE)?
         .query_row(params![handle, now, expires_at, id], |row| row.get(0))
         .optional()?;
-    Ok(match state {
-        Some(state) => state.parse().map_err(Error::Corrupt),
-        None => Err(vanished(id)),
-    })
+    Ok(state_after_activation(id, state.as_deref()))
 }
 
 impl Write {
