@@ -11,25 +11,38 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
+use utoipa::openapi::schema::{Array, ArrayBuilder, ObjectBuilder, Type};
 
 use super::body::read_limited;
 use super::openapi::ErrorResponse;
 use super::{ApiError, MAX_BODY_BYTES};
 use crate::backends::Credential;
-use crate::lifecycle::{Broker, ExchangeRequest, Exchanged, MAX_ROLES_PER_EXCHANGE};
+use crate::lifecycle::{Broker, ExchangeRequest, Exchanged, MAX_ROLE_NAME_CHARS, MAX_ROLES_PER_EXCHANGE};
 use crate::metrics;
 
 /// Roles to mint for the job; all are granted or none is.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct CredentialsRequest {
-    /// 1 to 16 role names, each 1 to 128 bytes.
-    #[schema(min_items = 1, max_items = 16)]
+    #[schema(schema_with = role_names)]
     roles: Vec<String>,
     /// Clamped to each role's `max_ttl`; the role's `max_ttl` when absent.
     #[serde(default)]
     #[schema(minimum = 1, nullable = false)]
     ttl_seconds: Option<u64>,
+}
+
+/// The bounds `check_request` enforces, from its own constants, so the document cannot drift.
+fn role_names() -> Array {
+    let name = ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).max_length(Some(MAX_ROLE_NAME_CHARS));
+    ArrayBuilder::new()
+        .items(name)
+        .min_items(Some(1))
+        .max_items(Some(MAX_ROLES_PER_EXCHANGE))
+        .description(Some(format!(
+            "1 to {MAX_ROLES_PER_EXCHANGE} role names, each 1 to {MAX_ROLE_NAME_CHARS} characters."
+        )))
+        .build()
 }
 
 #[derive(Serialize, ToSchema)]

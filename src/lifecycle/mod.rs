@@ -7,7 +7,9 @@ pub mod revocation;
 pub mod sweeper;
 pub mod webhooks;
 
-pub use exchange::{Attempt, ExchangeRequest, Exchanged, IssuedCredential, MAX_ROLES_PER_EXCHANGE};
+pub use exchange::{
+    Attempt, ExchangeRequest, Exchanged, IssuedCredential, MAX_ROLE_NAME_CHARS, MAX_ROLES_PER_EXCHANGE,
+};
 pub use jobs::{EndedBy, JobEnd};
 pub use revocation::{RevocationQueue, RevocationStats};
 

@@ -21,6 +21,10 @@ fn case(what: &'static str, auth: Option<String>, body: Vec<u8>, status: u16, co
     Case { what, auth, body, status, code }
 }
 
+fn roles_body(roles: &[String]) -> Vec<u8> {
+    json!({ "roles": roles }).to_string().into_bytes()
+}
+
 async fn post(
     what: &str,
     stack: &Stack,
@@ -48,6 +52,9 @@ async fn answers_every_bad_request_with_a_stable_code() {
         case("not JSON", Some(bearer.clone()), b"roles=deploy-prod".to_vec(), 400, "invalid_request"),
         case("wrong shape", Some(bearer.clone()), br#"{"roles": "deploy-prod"}"#.to_vec(), 400, "invalid_request"),
         case("no roles", Some(bearer.clone()), br#"{"roles": []}"#.to_vec(), 400, "invalid_request"),
+        case("empty role name", Some(bearer.clone()), br#"{"roles": [""]}"#.to_vec(), 400, "invalid_request"),
+        case("129-character role name", Some(bearer.clone()), roles_body(&["r".repeat(129)]), 400, "invalid_request"),
+        case("17 roles", Some(bearer.clone()), roles_body(&vec!["a".to_owned(); 17]), 400, "invalid_request"),
         case(
             "zero ttl",
             Some(bearer.clone()),
@@ -80,6 +87,16 @@ async fn answers_every_bad_request_with_a_stable_code() {
     let health = stack.broker.http().get(format!("{}/healthz", stack.broker.url)).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 200, "still serving after all of that");
     assert!(!stack.broker.logs().contains("panicked"), "no panic in the logs");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bounds_a_role_name_in_characters_as_the_api_document_does() {
+    let stack = Stack::start().await;
+    let token = github_token(&stack.github, |_| {});
+    // 128 two-byte characters: within the document's `maxLength`, so a well-formed request that
+    // policy then refuses, as it names no such role.
+    let (status, body) = stack.broker.exchange(&token, &json!({"roles": ["é".repeat(128)]})).await;
+    assert_eq!((status, body["error"].as_str()), (403, Some("access_denied")), "{body}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
