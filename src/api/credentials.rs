@@ -8,7 +8,8 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use secrecy::{ExposeSecret, SecretString};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{Array, ArrayBuilder, ObjectBuilder, Type};
@@ -27,9 +28,24 @@ struct CredentialsRequest {
     #[schema(schema_with = role_names)]
     roles: Vec<String>,
     /// Clamped to each role's `max_ttl`; the role's `max_ttl` when absent.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_seconds")]
     #[schema(minimum = 1, nullable = false)]
     ttl_seconds: Option<u64>,
+}
+
+/// JSON Schema's `integer` includes `600.0`, so the document admits it; serde's `u64` alone would
+/// refuse it.
+fn whole_seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    match (number.as_u64(), number.as_f64()) {
+        (Some(seconds), _) => Ok(Some(seconds)),
+        (None, Some(seconds)) if seconds.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&seconds) => {
+            Ok(Some(seconds as u64))
+        }
+        _ => Err(D::Error::custom(format!("`ttl_seconds` must be a whole number of seconds, not {number}"))),
+    }
 }
 
 /// The bounds `check_request` enforces, from its own constants, so the document cannot drift.

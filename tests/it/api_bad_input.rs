@@ -63,6 +63,13 @@ async fn answers_every_bad_request_with_a_stable_code() {
             "invalid_request",
         ),
         case(
+            "fractional ttl",
+            Some(bearer.clone()),
+            br#"{"roles": ["a"], "ttl_seconds": 600.5}"#.to_vec(),
+            400,
+            "invalid_request",
+        ),
+        case(
             "negative ttl",
             Some(bearer.clone()),
             br#"{"roles": ["a"], "ttl_seconds": -5}"#.to_vec(),

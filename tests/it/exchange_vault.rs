@@ -69,6 +69,17 @@ async fn clamps_the_ttl_to_the_roles_max() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn takes_a_whole_ttl_written_with_a_decimal_point() {
+    let stack = Stack::start().await;
+    let token = github_token(&stack.github, |_| {});
+    let (status, body) = stack.broker.exchange(&token, &json!({"roles": ["deploy-prod"], "ttl_seconds": 600.0})).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, lookup) = stack.bao.lookup_accessor(body["credentials"][0]["vault"]["accessor"].as_str().unwrap()).await;
+    let ttl = lookup["data"]["ttl"].as_i64().unwrap();
+    assert!((590..=600).contains(&ttl), "600 s asked, got {ttl}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn grants_several_roles_in_one_exchange() {
     let stack = Stack::start().await;
     let token = github_token(&stack.github, |_| {});
