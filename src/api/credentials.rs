@@ -39,9 +39,12 @@ fn whole_seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u6
     let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
         return Ok(None);
     };
-    match (number.as_u64(), number.as_f64()) {
-        (Some(seconds), _) => Ok(Some(seconds)),
-        (None, Some(seconds)) if seconds.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&seconds) => {
+    if let Some(seconds) = number.as_u64() {
+        return Ok(Some(seconds));
+    }
+    // `u64::MAX as f64` is 2^64, one past the largest u64: the bound is exclusive.
+    match number.as_f64() {
+        Some(seconds) if seconds.fract() == 0.0 && (0.0..u64::MAX as f64).contains(&seconds) => {
             Ok(Some(seconds as u64))
         }
         _ => Err(D::Error::custom(format!("`ttl_seconds` must be a whole number of seconds, not {number}"))),
