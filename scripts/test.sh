@@ -29,3 +29,6 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --all-targets --locked --no-fail-fast
 fi
+
+# Every fuzz target for 30 s from its seed corpus (fuzz/README.md); fails on any crash.
+bash scripts/fuzz.sh 30

@@ -10,9 +10,9 @@ use secrecy::SecretString;
 use serde::Deserialize;
 use thiserror::Error;
 
+use crate::api::limits::LimitsConfig;
 use crate::audit::AuditConfig;
-use crate::backends::aws::AwsConfig;
-use crate::backends::vault::VaultConfig;
+use crate::backends::{AwsConfig, GithubConfig, VaultConfig};
 use crate::identity::{ASYMMETRIC_ALGORITHMS, IssuerConfig};
 use crate::job::CiKind;
 use crate::lifecycle::LifecycleConfig;
@@ -37,6 +37,8 @@ pub struct Config {
     #[serde(default)]
     pub aws: Option<AwsConfig>,
     #[serde(default)]
+    pub github: Option<GithubConfig>,
+    #[serde(default)]
     pub webhooks: WebhooksConfig,
     #[serde(default)]
     pub lifecycle: LifecycleConfig,
@@ -44,12 +46,16 @@ pub struct Config {
     pub audit: AuditConfig,
     #[serde(default)]
     pub metrics: MetricsConfig,
+    #[serde(default)]
+    pub limits: LimitsConfig,
 }
 
 /// Secrets read from the environment at start, kept in redacting types.
 pub struct Secrets {
     /// The broker's own Vault token, when `[vault]` is configured.
     pub vault_token: Option<SecretString>,
+    /// The minting GitHub App's private key, when `[github]` is configured.
+    pub github_private_key: Option<SecretString>,
     pub store_password: Option<SecretString>,
     pub webhooks: Webhooks,
 }
@@ -75,7 +81,12 @@ impl Config {
     pub fn load(path: &Path) -> Result<Self, Error> {
         let text =
             std::fs::read_to_string(path).map_err(|source| Error::Read { path: path.display().to_string(), source })?;
-        let mut config: Config = toml::from_str(&text)
+        Self::parse(&text, path)
+    }
+
+    /// What `load` does with the text of the file at `path`, reading nothing itself.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, Error> {
+        let mut config: Config = toml::from_str(text)
             .map_err(|e| Error::Parse { path: path.display().to_string(), message: e.to_string() })?;
         let base = path.parent().unwrap_or(Path::new("."));
         config.policy_dir = base.join(&config.policy_dir);
@@ -124,6 +135,12 @@ impl Config {
         if let Some(vault) = &self.vault {
             check_url_scheme(&vault.address).map_err(|e| invalid("vault.address", e))?;
         }
+        if let Some(github) = &self.github {
+            check_url_scheme(&github.api_url).map_err(|e| invalid("github.api_url", e))?;
+            if github.app_id.is_empty() || !github.app_id.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(invalid("github.app_id", "must be the App's numeric id"));
+            }
+        }
         if let Some(aws) = &self.aws {
             if aws.region.trim().is_empty() {
                 return Err(invalid("aws.region", "must not be empty"));
@@ -148,6 +165,7 @@ impl Config {
                 None => return Err(invalid(format!("webhooks.{ci}.issuer"), format!("no issuer is named `{issuer}`"))),
             }
         }
+        self.limits.validate().map_err(|(key, message)| invalid(key, message))?;
         if self.lifecycle.sweep_interval.is_zero() {
             return Err(invalid("lifecycle.sweep_interval", "must be positive"));
         }
@@ -163,7 +181,12 @@ impl Config {
         let vault_token =
             self.vault.as_ref().map(|vault| vault.token().map_err(|e| invalid("vault.token_env", e))).transpose()?;
         let webhooks = Webhooks::from_config(&self.webhooks).map_err(|(key, message)| invalid(key, message))?;
-        Ok(Secrets { vault_token, store_password: self.store_password()?, webhooks })
+        let github_private_key = self
+            .github
+            .as_ref()
+            .map(|github| github.private_key().map_err(|e| invalid("github.private_key_env", e)))
+            .transpose()?;
+        Ok(Secrets { vault_token, github_private_key, store_password: self.store_password()?, webhooks })
     }
 
     /// The PostgreSQL password from `store.password_env`, if the config names one.

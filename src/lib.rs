@@ -1,13 +1,25 @@
 //! ci-creds: a credential lifecycle broker for CI.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "server")]
 pub mod api;
+/// Without the server, only what the API parses before any serving code runs: the credentials
+/// request body, and `[limits]` of the config. The files are the server build's own.
+#[cfg(not(feature = "server"))]
+pub mod api {
+    pub mod credentials_request;
+    pub mod limits {
+        mod config;
+        pub use config::LimitsConfig;
+    }
+}
 pub mod audit;
 pub mod backends;
 pub mod client;
 pub mod config;
 pub mod dev;
 pub mod identity;
+#[cfg(feature = "server")]
 pub mod inspect;
 pub mod job;
 pub mod lifecycle;
@@ -15,5 +27,6 @@ pub mod metrics;
 pub mod net;
 pub mod policy;
 pub mod policy_cli;
+#[cfg(feature = "server")]
 pub mod server;
 pub mod store;

@@ -10,18 +10,27 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+#[cfg(feature = "server")]
+use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+use metrics::{counter, gauge, histogram};
+#[cfg(feature = "server")]
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use serde::Deserialize;
 use thiserror::Error;
 
+#[cfg(feature = "server")]
 use crate::lifecycle::Broker;
+#[cfg(feature = "server")]
 use crate::store::{JobState, LeaseState};
 
+#[cfg(feature = "server")]
 const LATENCY_BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+#[cfg(feature = "server")]
 /// Job end to backend confirmation: seconds normally, minutes during a backend outage.
 const EXPOSURE_BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0];
+#[cfg(feature = "server")]
 const JOB_STATES: [JobState; 2] = [JobState::Active, JobState::Ended];
+#[cfg(feature = "server")]
 const LEASE_STATES: [LeaseState; 6] = [
     LeaseState::Pending,
     LeaseState::Active,
@@ -47,15 +56,18 @@ pub enum Error {
 }
 
 struct Installed {
+    #[cfg(feature = "server")]
     handle: PrometheusHandle,
     repositories: HashSet<String>,
 }
 
 static INSTALLED: OnceLock<Installed> = OnceLock::new();
 
+#[cfg(feature = "server")]
 const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Installs the process-wide recorder; once per process.
+#[cfg(feature = "server")]
 pub fn install(config: &MetricsConfig) -> Result<(), Error> {
     let recorder = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Full("ci_creds_revocation_exposure_seconds".into()), EXPOSURE_BUCKETS)
@@ -72,6 +84,7 @@ pub fn install(config: &MetricsConfig) -> Result<(), Error> {
 
 /// Histogram samples wait in the recorder until they are drained, by a scrape or by upkeep: a
 /// broker nobody scrapes would otherwise grow by every sample it records.
+#[cfg(feature = "server")]
 pub async fn upkeep() {
     let mut ticker = tokio::time::interval(UPKEEP_INTERVAL);
     loop {
@@ -82,6 +95,7 @@ pub async fn upkeep() {
     }
 }
 
+#[cfg(feature = "server")]
 fn describe() {
     describe_counter!(
         "ci_creds_exchanges_total",
@@ -119,6 +133,20 @@ fn describe() {
         "Webhook deliveries by CI and outcome (ended, ignored, duplicate or error code)."
     );
     describe_counter!("ci_creds_audit_write_failures_total", "Audit events that could not be written.");
+    describe_gauge!("ci_creds_connections_open", "Client connections open now.");
+    describe_counter!(
+        "ci_creds_connections_closed_total",
+        "Client connections the broker closed, by limit: header_timeout, idle_timeout, request_timeout, connection_cap (closed to make room)."
+    );
+    describe_counter!(
+        "ci_creds_connections_refused_total",
+        "New client connections refused at once: the connection cap was full of requests being answered, or no file descriptor was left."
+    );
+    describe_gauge!("ci_creds_requests_in_flight", "Requests holding an in-flight slot now.");
+    describe_counter!(
+        "ci_creds_requests_overloaded_total",
+        "Requests answered 503 `overloaded` because every in-flight slot was taken."
+    );
 }
 
 /// The repository as a label value.
@@ -163,12 +191,34 @@ pub fn webhook(ci: &'static str, outcome: &'static str) {
     counter!("ci_creds_webhook_deliveries_total", "ci" => ci, "outcome" => outcome).increment(1);
 }
 
+pub fn connections_open(open: usize) {
+    gauge!("ci_creds_connections_open").set(open as f64);
+}
+
+/// `limit` is a `CloseReason` label.
+pub fn connection_closed(limit: &'static str) {
+    counter!("ci_creds_connections_closed_total", "limit" => limit).increment(1);
+}
+
+pub fn connection_refused() {
+    counter!("ci_creds_connections_refused_total").increment(1);
+}
+
+pub fn requests_in_flight(in_flight: usize) {
+    gauge!("ci_creds_requests_in_flight").set(in_flight as f64);
+}
+
+pub fn overloaded() {
+    counter!("ci_creds_requests_overloaded_total").increment(1);
+}
+
 pub fn audit_write_failed() {
     counter!("ci_creds_audit_write_failures_total").increment(1);
 }
 
 /// The Prometheus text for a scrape: counts read from the store and the revocation worker now,
 /// then everything recorded. `None` when no recorder is installed.
+#[cfg(feature = "server")]
 pub async fn render(broker: &Broker) -> Option<String> {
     let installed = INSTALLED.get()?;
     let stats = &broker.revocations.stats;

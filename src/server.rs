@@ -7,6 +7,7 @@ use tokio::net::TcpListener;
 
 use crate::backends::Backends;
 use crate::backends::aws::AwsBackend;
+use crate::backends::github::GithubBackend;
 use crate::backends::vault::VaultBackend;
 use crate::config::{self, Config};
 use crate::identity::Verifier;
@@ -56,6 +57,10 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
         }
         None => None,
     };
+    let github = match (&config.github, &secrets.github_private_key) {
+        (Some(github), Some(key)) => Some(GithubBackend::new(github, key)?),
+        _ => None,
+    };
     let verifier = Verifier::new(config.audience.clone(), config.issuers.clone(), http);
     let audit = audit::Audit::open(&config.audit)?;
     if !audit.enabled() {
@@ -65,7 +70,7 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
         verifier,
         policy,
         store,
-        backends: Backends { vault, aws },
+        backends: Backends { vault, aws, github },
         webhooks: secrets.webhooks,
         revocations: RevocationQueue::default(),
         lifecycle: config.lifecycle.clone(),
@@ -82,7 +87,10 @@ fn check_backends(policy: &PolicySet, config: &Config) -> Result<(), Error> {
             BackendKind::Aws if config.aws.is_none() => {
                 return Err(Error::BackendMissing { role: role.name.clone(), backend: "aws" });
             }
-            BackendKind::Vault | BackendKind::Aws => {}
+            BackendKind::Github if config.github.is_none() => {
+                return Err(Error::BackendMissing { role: role.name.clone(), backend: "github" });
+            }
+            BackendKind::Vault | BackendKind::Aws | BackendKind::Github => {}
         }
     }
     Ok(())
@@ -101,11 +109,15 @@ pub async fn check(config: &Config) -> Result<String, Error> {
         "config ok: {} issuer(s), {} role(s), store {store} (migrated), backends answering: {}",
         config.issuers.len(),
         broker.policy.roles().count(),
-        [broker.backends.vault.as_ref().map(|_| "vault"), broker.backends.aws.as_ref().map(|_| "aws")]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join(", ")
+        [
+            broker.backends.vault.as_ref().map(|_| "vault"),
+            broker.backends.aws.as_ref().map(|_| "aws"),
+            broker.backends.github.as_ref().map(|_| "github"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ")
     ))
 }
 
@@ -127,7 +139,9 @@ pub async fn serve(config: Config) -> Result<(), Error> {
     tokio::spawn(revocation::run(broker.clone()));
     tokio::spawn(sweeper::run(broker.clone()));
     tracing::info!(%addr, roles = broker.policy.roles().count(), "ci-creds listening");
-    axum::serve(listener, api::router(broker)).with_graceful_shutdown(shutdown_signal()).await.map_err(Error::Serve)
+    api::limits::serve(listener, api::router(broker, &config.limits), &config.limits, shutdown_signal())
+        .await
+        .map_err(Error::Serve)
 }
 
 async fn shutdown_signal() {

@@ -1,68 +1,24 @@
 //! `POST /v1/credentials`: a CI token in, job-bound credentials out.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use secrecy::{ExposeSecret, SecretString};
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
-use utoipa::openapi::schema::{Array, ArrayBuilder, ObjectBuilder, Type};
 
 use super::body::read_limited;
+use super::credentials_request::CredentialsRequest;
 use super::openapi::ErrorResponse;
 use super::{ApiError, MAX_BODY_BYTES};
 use crate::backends::Credential;
-use crate::lifecycle::{Broker, ExchangeRequest, Exchanged, MAX_ROLE_NAME_CHARS, MAX_ROLES_PER_EXCHANGE};
+use crate::lifecycle::{Broker, Exchanged, MAX_ROLES_PER_EXCHANGE};
 use crate::metrics;
-
-/// Roles to mint for the job; all are granted or none is.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-struct CredentialsRequest {
-    #[schema(schema_with = role_names)]
-    roles: Vec<String>,
-    /// Clamped to each role's `max_ttl`; the role's `max_ttl` when absent.
-    #[serde(default, deserialize_with = "whole_seconds")]
-    #[schema(minimum = 1, nullable = false)]
-    ttl_seconds: Option<u64>,
-}
-
-/// JSON Schema's `integer` includes `600.0`, so the document admits it; serde's `u64` alone would
-/// refuse it.
-fn whole_seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
-    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
-        return Ok(None);
-    };
-    if let Some(seconds) = number.as_u64() {
-        return Ok(Some(seconds));
-    }
-    // `u64::MAX as f64` is 2^64, one past the largest u64: the bound is exclusive.
-    match number.as_f64() {
-        Some(seconds) if seconds.fract() == 0.0 && (0.0..u64::MAX as f64).contains(&seconds) => {
-            Ok(Some(seconds as u64))
-        }
-        _ => Err(D::Error::custom(format!("`ttl_seconds` must be a whole number of seconds, not {number}"))),
-    }
-}
-
-/// The bounds `check_request` enforces, from its own constants, so the document cannot drift.
-fn role_names() -> Array {
-    let name = ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).max_length(Some(MAX_ROLE_NAME_CHARS));
-    ArrayBuilder::new()
-        .items(name)
-        .min_items(Some(1))
-        .max_items(Some(MAX_ROLES_PER_EXCHANGE))
-        .description(Some(format!(
-            "1 to {MAX_ROLES_PER_EXCHANGE} role names, each 1 to {MAX_ROLE_NAME_CHARS} characters."
-        )))
-        .build()
-}
 
 #[derive(Serialize, ToSchema)]
 pub struct CredentialsResponse {
@@ -93,6 +49,25 @@ struct CredentialBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     aws: Option<AwsCredential>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    github: Option<GithubCredential>,
+}
+
+/// A GitHub App installation token, revoked by the broker at `expires_at` or the job's end.
+#[derive(Serialize, ToSchema)]
+struct GithubCredential {
+    /// Its format and length are GitHub's, and changing: treat it as opaque.
+    #[serde(serialize_with = "expose")]
+    #[schema(value_type = String)]
+    token: SecretString,
+    /// When the broker revokes it (the lease's expiry), not GitHub's hour.
+    #[schema(format = DateTime)]
+    expires_at: String,
+    /// Permission name to level, as GitHub granted them.
+    permissions: std::collections::BTreeMap<String, String>,
+    /// Repository names.
+    repositories: Vec<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -145,9 +120,10 @@ fn expose_json<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> R
         (status = 401, description = "`invalid_token`, `unknown_issuer`", body = ErrorResponse),
         (status = 403, description = "`access_denied`, with `denied`", body = ErrorResponse),
         (status = 409, description = "`token_replayed`, `job_ended`", body = ErrorResponse),
+        (status = 408, description = "`request_timeout`: the request did not arrive in full within `limits.request_timeout`", body = ErrorResponse),
         (status = 413, description = "`payload_too_large`", body = ErrorResponse),
         (status = 502, description = "`backend_refused`: the backend refused the broker (misconfiguration)", body = ErrorResponse),
-        (status = 503, description = "`backend_unavailable`, `issuer_unavailable`, `store_unavailable`", body = ErrorResponse),
+        (status = 503, description = "`backend_unavailable`, `issuer_unavailable`, `store_unavailable`; `overloaded`, with `Retry-After`", body = ErrorResponse),
     ))]
 pub async fn create(
     State(broker): State<Arc<Broker>>,
@@ -171,16 +147,10 @@ async fn exchange(
     repository: &mut Option<String>,
 ) -> Result<Exchanged, ApiError> {
     let body = read_limited(body, MAX_BODY_BYTES).await?;
-    let request: CredentialsRequest = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::InvalidRequest(format!("the body must be JSON like {{\"roles\": [\"name\"]}}: {e}")))?;
+    let request = CredentialsRequest::parse(&body).map_err(ApiError::InvalidRequest)?;
     roles.clone_from(&request.roles);
     let token = bearer_token(headers)?;
-    let attempt = broker
-        .attempt_exchange(
-            token.expose_secret(),
-            ExchangeRequest { roles: request.roles, ttl: request.ttl_seconds.map(Duration::from_secs) },
-        )
-        .await;
+    let attempt = broker.attempt_exchange(token.expose_secret(), request.into()).await;
     *repository = attempt.repository;
     Ok(attempt.result?)
 }
@@ -216,22 +186,22 @@ fn response(exchanged: Exchanged) -> CredentialsResponse {
         .credentials
         .into_iter()
         .map(|issued| {
-            let (backend, vault, aws) = match issued.credential {
+            let expires_at = issued.expires_at.format(&Rfc3339).unwrap_or_default();
+            let (backend, vault, aws, github) = match issued.credential {
                 Credential::Vault { address, token, accessor, secret } => {
-                    ("vault", Some(VaultCredential { address, token, accessor, secret }), None)
+                    ("vault", Some(VaultCredential { address, token, accessor, secret }), None, None)
                 }
                 Credential::Aws { access_key_id, secret_access_key, session_token, region } => {
-                    ("aws", None, Some(AwsCredential { access_key_id, secret_access_key, session_token, region }))
+                    ("aws", None, Some(AwsCredential { access_key_id, secret_access_key, session_token, region }), None)
                 }
+                Credential::Github { token, permissions, repositories } => (
+                    "github",
+                    None,
+                    None,
+                    Some(GithubCredential { token, expires_at: expires_at.clone(), permissions, repositories }),
+                ),
             };
-            CredentialBody {
-                role: issued.role,
-                backend,
-                lease_id: issued.lease_id,
-                expires_at: issued.expires_at.format(&Rfc3339).unwrap_or_default(),
-                vault,
-                aws,
-            }
+            CredentialBody { role: issued.role, backend, lease_id: issued.lease_id, expires_at, vault, aws, github }
         })
         .collect();
     CredentialsResponse {

@@ -9,6 +9,9 @@ use crate::identity;
 use crate::lifecycle;
 use crate::policy::RoleDenial;
 
+/// Slots free up in milliseconds; a second is long enough for a burst to pass.
+const OVERLOADED_RETRY_AFTER_SECONDS: &str = "1";
+
 #[derive(Debug)]
 pub enum ApiError {
     InvalidRequest(String),
@@ -17,6 +20,10 @@ pub enum ApiError {
     NotFound,
     MethodNotAllowed,
     NotReady(String),
+    /// Every in-flight slot was taken for the whole of the short wait.
+    Overloaded,
+    /// The request's head and body took longer than `limits.request_timeout`.
+    RequestTimeout,
     Lifecycle(lifecycle::Error),
 }
 
@@ -59,6 +66,8 @@ impl ApiError {
             Self::NotFound => (StatusCode::NOT_FOUND, "not_found"),
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             Self::NotReady(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
+            Self::Overloaded => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
+            Self::RequestTimeout => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
             Self::Lifecycle(error) => match error {
                 L::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
                 L::Identity(identity::Error::UnknownIssuer) => (StatusCode::UNAUTHORIZED, "unknown_issuer"),
@@ -86,6 +95,8 @@ impl ApiError {
             Self::NotFound => "no such endpoint".into(),
             Self::MethodNotAllowed => "this endpoint does not accept that method".into(),
             Self::NotReady(reason) => reason.clone(),
+            Self::Overloaded => "the broker is answering as many requests as it may; retry after Retry-After".into(),
+            Self::RequestTimeout => "the request was not received in full in time".into(),
             // Backend and store details go to the log, not to the caller; a refusal's code (e.g.
             // AWS's `AccessDenied`) tells the platform team where to look.
             Self::Lifecycle(lifecycle::Error::Backend(backends::Error::Refused { backend, code, .. })) => {
@@ -103,7 +114,8 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
-        if status.is_server_error() {
+        // A flood answered `overloaded` would flood the log too; the metric counts it.
+        if status.is_server_error() && !matches!(self, Self::Overloaded) {
             tracing::warn!(code, error = %self.log_detail(), "request failed");
         }
         let denied = match &self {
@@ -112,8 +124,22 @@ impl IntoResponse for ApiError {
         };
         let body = ErrorBody { code, message: self.message(), denied };
         let mut response = status.into_response();
-        if status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        let headers = response.headers_mut();
+        match &self {
+            _ if status == StatusCode::UNAUTHORIZED => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            Self::Overloaded => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static(OVERLOADED_RETRY_AFTER_SECONDS));
+            }
+            Self::Lifecycle(lifecycle::Error::Backend(backends::Error::Throttled { retry_after_seconds, .. })) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_seconds));
+            }
+            // The rest of a body that came too slowly is not worth reading.
+            Self::RequestTimeout => {
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            _ => {}
         }
         response.extensions_mut().insert(body);
         response

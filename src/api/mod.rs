@@ -3,8 +3,10 @@
 mod body;
 mod context;
 mod credentials;
+pub mod credentials_request;
 mod error;
 mod health;
+pub mod limits;
 mod metrics;
 mod openapi;
 mod webhooks;
@@ -23,19 +25,26 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::lifecycle::Broker;
+use limits::LimitsConfig;
 
 /// Larger than any legitimate request body; bigger ones are answered 413.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
-pub fn router(broker: Arc<Broker>) -> Router {
+pub fn router(broker: Arc<Broker>, limits: &LimitsConfig) -> Router {
     let (routes, _) = routes().split_for_parts();
     routes
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn_with_state(limits::InFlight::new(limits), limits::admit))
         .layer(axum::middleware::from_fn(context::request_context))
         .layer(SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
         .with_state(broker)
+}
+
+/// The largest body a request to `path` may have.
+fn body_limit(path: &str) -> usize {
+    if path.starts_with("/v1/webhooks/") { webhooks::MAX_WEBHOOK_BYTES } else { MAX_BODY_BYTES }
 }
 
 /// The OpenAPI document of exactly the routes `router` serves.

@@ -37,10 +37,13 @@ enum WebhookResponses {
     /// `not_found`: this webhook is not configured
     #[response(status = 404)]
     NotConfigured(ErrorResponse),
+    /// `request_timeout`: the delivery did not arrive in full within `limits.request_timeout`
+    #[response(status = 408)]
+    RequestTimeout(ErrorResponse),
     /// `payload_too_large`
     #[response(status = 413)]
     PayloadTooLarge(ErrorResponse),
-    /// `store_unavailable`
+    /// `store_unavailable`; `overloaded`, with `Retry-After`
     #[response(status = 503)]
     StoreUnavailable(ErrorResponse),
 }
@@ -112,7 +115,7 @@ async fn receive(
     responses(
         (status = 200, description = "The job ended; its credentials are being revoked", body = JobEndBody),
         (status = 401, description = "`invalid_token`, `unknown_issuer`", body = ErrorResponse),
-        (status = 503, description = "`issuer_unavailable`, `store_unavailable`", body = ErrorResponse),
+        (status = 503, description = "`issuer_unavailable`, `store_unavailable`; `overloaded`, with `Retry-After`", body = ErrorResponse),
     ))]
 pub async fn revoke_own_job(State(broker): State<Arc<Broker>>, headers: HeaderMap) -> Result<Response, ApiError> {
     let token = bearer_token(&headers)?;

@@ -76,6 +76,7 @@ pub enum Event<'a> {
         role: &'a str,
         lease_id: &'a str,
         backend: &'a str,
+        #[serde(serialize_with = "crate::backends::serialize_public_handle")]
         handle: &'a RevokeHandle,
         /// Unix seconds.
         expires_at: i64,
@@ -98,6 +99,7 @@ pub enum Event<'a> {
         role: &'a str,
         lease_id: &'a str,
         backend: &'a str,
+        #[serde(serialize_with = "crate::backends::serialize_public_handle")]
         handle: &'a RevokeHandle,
         attempts: i64,
         /// From the job's end to the backend's confirmation.
@@ -110,6 +112,7 @@ pub enum Event<'a> {
         role: &'a str,
         lease_id: &'a str,
         backend: &'a str,
+        #[serde(serialize_with = "crate::backends::serialize_public_handle")]
         handle: &'a RevokeHandle,
         attempts: i64,
         retry_in_ms: i64,

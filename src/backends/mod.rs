@@ -1,8 +1,15 @@
 //! How credentials are minted and revoked: one module per backend behind one trait. Backends
 //! know nothing of HTTP requests or policy files; they get a job, a scope and a TTL.
 
+#[cfg(feature = "server")]
 pub mod aws;
+mod config;
+#[cfg(feature = "server")]
+pub mod github;
+#[cfg(feature = "server")]
 pub mod vault;
+
+pub use config::{AwsConfig, GithubConfig, VaultConfig};
 
 use std::time::Duration;
 
@@ -21,6 +28,9 @@ pub enum Error {
     /// fault). `code` is the backend's own error code, fit to show the caller; `reason` is for the log.
     #[error("{backend} refused the request ({code}): {reason}")]
     Refused { backend: &'static str, code: String, reason: String },
+    /// The backend asked the broker to wait (a rate limit) this many seconds.
+    #[error("{backend} is rate limiting the broker; retry in {retry_after_seconds} s")]
+    Throttled { backend: &'static str, retry_after_seconds: u64 },
     /// The role names a backend this broker has no configuration for.
     #[error("backend `{0}` is not configured on this broker")]
     NotConfigured(&'static str),
@@ -45,9 +55,16 @@ pub enum Credential {
         session_token: SecretString,
         region: String,
     },
+    /// A GitHub App installation token; the lease's expiry is when the broker revokes it.
+    Github {
+        token: SecretString,
+        permissions: std::collections::BTreeMap<String, String>,
+        /// The repositories' names, as GitHub granted them.
+        repositories: Vec<String>,
+    },
 }
 
-/// The non-secret handle that revokes one credential; stored with its lease.
+/// The handle that revokes one credential; stored with its lease. that revokes one credential; stored with its lease.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RevokeHandle {
@@ -61,6 +78,30 @@ pub enum RevokeHandle {
         source_identity: String,
         expires_at: i64,
     },
+    /// A GitHub installation token is revoked with itself: it is kept sealed under a key derived
+    /// from the App's private key (`backends/github/seal.rs`), until GitHub's own `expires_at`.
+    Github {
+        token_sha256: String,
+        sealed_token: String,
+        expires_at: i64,
+    },
+}
+
+impl RevokeHandle {
+    /// The handle as audit events show it: a GitHub token by its SHA-256 only.
+    pub fn public(&self) -> serde_json::Value {
+        match self {
+            Self::Github { token_sha256, expires_at, .. } => {
+                serde_json::json!({ "github": { "token_sha256": token_sha256, "expires_at": expires_at } })
+            }
+            other => serde_json::to_value(other).unwrap_or_default(),
+        }
+    }
+}
+
+/// `serialize_with` for a handle in an audit event.
+pub fn serialize_public_handle<S: serde::Serializer>(handle: &&RevokeHandle, serializer: S) -> Result<S::Ok, S::Error> {
+    handle.public().serialize(serializer)
 }
 
 #[derive(Debug)]
@@ -80,12 +121,15 @@ pub struct MintRequest<'a, S> {
 }
 
 /// Every configured backend; a role or a revoke handle picks one.
+#[cfg(feature = "server")]
 #[derive(Default)]
 pub struct Backends {
     pub vault: Option<vault::VaultBackend>,
     pub aws: Option<aws::AwsBackend>,
+    pub github: Option<github::GithubBackend>,
 }
 
+#[cfg(feature = "server")]
 impl Backends {
     pub fn vault(&self) -> Result<&vault::VaultBackend, Error> {
         self.vault.as_ref().ok_or(Error::NotConfigured("vault"))
@@ -95,10 +139,15 @@ impl Backends {
         self.aws.as_ref().ok_or(Error::NotConfigured("aws"))
     }
 
+    pub fn github(&self) -> Result<&github::GithubBackend, Error> {
+        self.github.as_ref().ok_or(Error::NotConfigured("github"))
+    }
+
     pub async fn revoke(&self, handle: &RevokeHandle) -> Result<(), Error> {
         match handle {
             RevokeHandle::Vault { .. } => self.vault()?.revoke(handle).await,
             RevokeHandle::Aws { .. } => self.aws()?.revoke(handle).await,
+            RevokeHandle::Github { .. } => self.github()?.revoke(handle).await,
         }
     }
 
@@ -116,6 +165,9 @@ impl Backends {
         }
         if let Some(aws) = &self.aws {
             aws.check().await?;
+        }
+        if let Some(github) = &self.github {
+            github.check().await?;
         }
         Ok(())
     }

@@ -4,45 +4,16 @@
 use std::collections::HashMap;
 
 use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
 use vaultrs::api::token::requests::CreateTokenRequestBuilder;
 use vaultrs::client::{VaultClient, VaultClientSettingsBuilder};
 use vaultrs::error::ClientError;
 
+pub use super::config::VaultConfig;
 use super::{Backend, Credential, Error, MintRequest, Minted, RevokeHandle};
 use crate::net::HttpClient;
 use crate::policy::VaultScope;
 
 const NAME: &str = "vault";
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VaultConfig {
-    pub address: String,
-    /// The env var holding the broker's own Vault token.
-    #[serde(default = "default_token_env")]
-    pub token_env: String,
-    /// How long one Vault call may take before it counts as failed.
-    #[serde(default = "default_timeout_seconds")]
-    pub timeout_seconds: u64,
-}
-
-fn default_timeout_seconds() -> u64 {
-    10
-}
-
-fn default_token_env() -> String {
-    "VAULT_TOKEN".into()
-}
-
-impl VaultConfig {
-    pub fn token(&self) -> Result<SecretString, String> {
-        match std::env::var(&self.token_env) {
-            Ok(token) if !token.is_empty() => Ok(SecretString::from(token)),
-            _ => Err(format!("the environment variable {} is not set", self.token_env)),
-        }
-    }
-}
 
 pub struct VaultBackend {
     address: String,

@@ -26,6 +26,14 @@ pub(super) struct Credential {
     pub(super) vault: Option<VaultCredential>,
     #[serde(default)]
     pub(super) aws: Option<AwsCredential>,
+    #[serde(default)]
+    pub(super) github: Option<GithubCredential>,
+}
+
+/// A GitHub App installation token; opaque, whatever its length or format.
+#[derive(Deserialize)]
+pub(super) struct GithubCredential {
+    pub(super) token: SecretString,
 }
 
 #[derive(Deserialize)]

@@ -18,6 +18,9 @@ use crate::net::check_url_scheme;
 const RETRIES: u32 = 3;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest `Retry-After` honoured: a broker (or a proxy in front of it) asking for more is
+/// not worth a job waiting for.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Copy)]
 pub(super) struct Retry {
@@ -42,8 +45,17 @@ pub(super) struct Revoked {
     pub(super) revoked: u64,
 }
 
-/// One attempt's outcome that is worth another attempt.
-struct Transient(String);
+/// One attempt's outcome that is worth another attempt, and how long the broker asked us to wait.
+struct Transient {
+    why: String,
+    retry_after: Option<Duration>,
+}
+
+impl Transient {
+    fn new(why: String) -> Self {
+        Self { why, retry_after: None }
+    }
+}
 
 impl BrokerClient {
     pub(super) fn new(broker: &str) -> Result<Self, Error> {
@@ -107,16 +119,18 @@ impl BrokerClient {
         let mut token = source.fetch(&self.http, audience).await?;
         let mut delay = retry.first_delay;
         let mut failures: Vec<String> = Vec::new();
+        let mut asked_to_wait = None;
         for attempt in 1..=RETRIES + 1 {
             if attempt > 1 {
+                let wait = asked_to_wait.take().map_or(delay, |asked: Duration| asked.min(MAX_RETRY_AFTER).max(delay));
                 let fresh = if source.refreshable() { "with a fresh CI token" } else { "with the same CI token" };
                 eprintln!(
                     "ci-creds: {}; retrying in {} {fresh} (attempt {attempt} of {})",
                     failures.last().map_or("", String::as_str),
-                    humantime::format_duration(delay),
+                    humantime::format_duration(wait),
                     RETRIES + 1
                 );
-                tokio::time::sleep(delay).await;
+                tokio::time::sleep(wait).await;
                 delay *= 2;
                 if source.refreshable() {
                     token = source.fetch(&self.http, audience).await?;
@@ -136,7 +150,10 @@ impl BrokerClient {
                     )));
                 }
                 Err(AttemptError::Final(error)) => return Err(error),
-                Err(AttemptError::Transient(Transient(why))) => failures.push(why),
+                Err(AttemptError::Transient(Transient { why, retry_after })) => {
+                    failures.push(why);
+                    asked_to_wait = retry_after;
+                }
             }
         }
         Err(Error::Unavailable(format!(
@@ -156,19 +173,28 @@ impl BrokerClient {
             } else {
                 "request failed"
             };
-            AttemptError::Transient(Transient(format!("{why}: {}", e.without_url())))
+            AttemptError::Transient(Transient::new(format!("{why}: {}", e.without_url())))
         })?;
         let status = response.status();
+        let retry_after = response.headers().get(reqwest::header::RETRY_AFTER).and_then(retry_after_seconds);
         let body = response.text().await.map_err(|e| {
-            AttemptError::Transient(Transient(format!("reading the answer failed: {}", e.without_url())))
+            AttemptError::Transient(Transient::new(format!("reading the answer failed: {}", e.without_url())))
         })?;
         if status.is_success() {
             return Ok(body.into());
         }
         let mut refusal: Refusal = serde_json::from_str(&body).unwrap_or_default();
         refusal.status = status.as_u16();
-        Err(classify(status, refusal))
+        Err(match classify(status, refusal) {
+            AttemptError::Transient(transient) => AttemptError::Transient(Transient { retry_after, ..transient }),
+            final_error => final_error,
+        })
     }
+}
+
+/// `Retry-After` in delay-seconds, the form the broker sends; an HTTP-date is not waited for.
+fn retry_after_seconds(value: &reqwest::header::HeaderValue) -> Option<Duration> {
+    value.to_str().ok()?.trim().parse().ok().map(Duration::from_secs)
 }
 
 enum AttemptError {
@@ -181,7 +207,7 @@ fn classify(status: StatusCode, refusal: Refusal) -> AttemptError {
         401 | 403 | 409 => AttemptError::Final(Error::Refused(refusal)),
         429 | 500..=599 => {
             let code = if refusal.error.is_empty() { String::new() } else { format!(" {}", refusal.error) };
-            AttemptError::Transient(Transient(format!("HTTP {}{code}", status.as_u16())))
+            AttemptError::Transient(Transient::new(format!("HTTP {}{code}", status.as_u16())))
         }
         _ => AttemptError::Final(Error::Usage(format!(
             "the broker answered HTTP {} {}: {}; hint: is --broker the broker's base URL, and are the roles and --ttl valid?",

@@ -37,11 +37,11 @@ impl Destination {
     }
 }
 
-pub(super) struct Rendered {
+pub struct Rendered {
     /// For `--format github`: the `::add-mask::` lines, printed before any secret is written.
-    pub(super) masks: Option<SecretString>,
-    pub(super) text: SecretString,
-    pub(super) warnings: Vec<String>,
+    pub masks: Option<SecretString>,
+    pub text: SecretString,
+    pub warnings: Vec<String>,
 }
 
 struct Var {
@@ -98,13 +98,16 @@ fn dotenv_line(name: &str, value: &str) -> Result<String, Error> {
 }
 
 /// Each credential's variables; when a backend appears more than once, its names end in the
-/// role (`VAULT_TOKEN_DEPLOY_PROD`) so none is overwritten.
+/// role (`VAULT_TOKEN_DEPLOY_PROD`) so none is overwritten. A GitHub token is `GH_TOKEN`, which
+/// `gh` and most tools read (`GITHUB_TOKEN` is the job's own); with several, the first one is
+/// also the plain `GH_TOKEN`, so `gh` still finds one.
 fn variables(answer: &Answer) -> Vec<Var> {
     let mut per_backend: HashMap<&str, usize> = HashMap::new();
     for credential in &answer.credentials {
         *per_backend.entry(credential.backend.as_str()).or_default() += 1;
     }
     let mut vars = Vec::new();
+    let mut plain_gh_token = false;
     for credential in &answer.credentials {
         let suffix = if per_backend[credential.backend.as_str()] > 1 {
             let role: String = credential
@@ -132,6 +135,17 @@ fn variables(answer: &Answer) -> Vec<Var> {
                 var("AWS_REGION", region, false);
                 var("AWS_DEFAULT_REGION", region, false);
             }
+        }
+        if let Some(github) = &credential.github {
+            var("GH_TOKEN", github.token.expose_secret(), true);
+            if !suffix.is_empty() && !plain_gh_token {
+                vars.push(Var {
+                    name: "GH_TOKEN".into(),
+                    value: github.token.expose_secret().to_owned().into(),
+                    secret: true,
+                });
+            }
+            plain_gh_token = true;
         }
     }
     vars

@@ -1,5 +1,5 @@
-//! Each format rendered from answers shaped like the API's, including the AWS credential the
-//! AWS backend will hand out (built here: that backend does not exist yet).
+//! Each format rendered from answers shaped like the API's, with the credentials the Vault, AWS
+//! and GitHub backends hand out.
 
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};
@@ -107,4 +107,23 @@ fn json_is_the_answer_as_received() {
     let raw = r#"{"job":{"issuer":"g","job_id":"1","repository":"o/r"},"credentials":[],"future_field":1}"#;
     let answer = Answer::parse(raw.to_owned().into()).unwrap();
     assert_eq!(text(&render(Format::Json, &answer).unwrap()), format!("{raw}\n"));
+}
+
+fn github(role: &str, token: &str) -> Value {
+    json!({"role": role, "backend": "github", "lease_id": "l-3", "expires_at": "2026-11-29T22:10:00Z",
+           "github": {"token": token, "expires_at": "2026-11-29T22:10:00Z",
+                      "permissions": {"contents": "write"}, "repositories": ["app"]}})
+}
+
+#[test]
+fn a_github_token_is_gh_token_masked_in_github_actions_and_the_first_of_several_is_plain_too() {
+    let one = render(Format::Github, &answer(vec![github("release", "ghs_one")])).unwrap();
+    assert_eq!(one.masks.as_ref().unwrap().expose_secret(), "::add-mask::ghs_one\n");
+    assert_eq!(text(&one), "GH_TOKEN=ghs_one\n");
+
+    let two = render(Format::Env, &answer(vec![github("release-bot", "ghs_a"), github("read", "ghs_b")])).unwrap();
+    assert_eq!(text(&two), "export GH_TOKEN_RELEASE_BOT=ghs_a\nexport GH_TOKEN=ghs_a\nexport GH_TOKEN_READ=ghs_b\n");
+    let dotenv = render(Format::GitlabDotenv, &answer(vec![github("release", "ghs_one")])).unwrap();
+    assert_eq!(text(&dotenv), "GH_TOKEN=ghs_one\n");
+    assert!(matches!(render(Format::CredentialProcess, &answer(vec![github("r", "ghs_x")])), Err(Error::Usage(_))));
 }

@@ -11,10 +11,13 @@ mod output;
 mod token;
 
 pub use args::{Format, GetArgs, RevokeArgs, TokenArgs};
-pub use error::{EXIT_CODES_HELP, Error};
+pub use error::{Denial, EXIT_CODES_HELP, Error, Refusal};
+pub use format::Rendered;
 
+use answer::Answer;
 use broker::{BrokerClient, Retry};
 use format::{Destination, render};
+use secrecy::SecretString;
 use token::TokenSource;
 
 /// `ci-creds get`.
@@ -30,6 +33,12 @@ pub async fn get(args: GetArgs) -> Result<(), Error> {
         eprintln!("ci-creds: warning: {warning}");
     }
     output::write(&destination, &rendered)
+}
+
+/// What `get` makes of the body of the broker's successful answer: the credentials parsed and
+/// rendered in `format`, nothing written yet.
+pub fn render_answer(format: Format, body: SecretString) -> Result<Rendered, Error> {
+    render(format, &Answer::parse(body)?)
 }
 
 /// `ci-creds revoke`.

@@ -1,9 +1,11 @@
 //! A local OIDC issuer for development and tests: generated keys, a discovery document and a
 //! JWKS served on loopback, and tokens shaped like a CI system's. Never part of `serve`.
 
+#[cfg(feature = "server")]
 mod issuer;
 mod signing_key;
 
+#[cfg(feature = "server")]
 pub use issuer::DevIssuer;
 pub use signing_key::SigningKey;
 

@@ -74,6 +74,15 @@ impl SigningKey {
     pub fn sign_with_header(&self, header: &Header, claims: &Value) -> Result<String, KeyError> {
         jsonwebtoken::encode(header, claims, &self.encoding).map_err(|e| KeyError(e.to_string()))
     }
+
+    /// Signs a header and a payload given as bytes, not necessarily JSON: `b64(header).b64(payload).sig`,
+    /// for tests and fuzz targets that need a token no encoder would write.
+    pub fn sign_raw(&self, header: &[u8], payload: &[u8]) -> Result<String, KeyError> {
+        let message = format!("{}.{}", URL_SAFE_NO_PAD.encode(header), URL_SAFE_NO_PAD.encode(payload));
+        let signature = jsonwebtoken::crypto::sign(message.as_bytes(), &self.encoding, self.alg)
+            .map_err(|e| KeyError(e.to_string()))?;
+        Ok(format!("{message}.{signature}"))
+    }
 }
 
 fn key_id(public: &[u8]) -> String {

@@ -185,6 +185,36 @@ impl KeyStore {
     }
 }
 
+/// Keys handed over whole, by issuer (`iss`), and never fetched: for a caller that holds an
+/// issuer's JWKS itself, such as a test or a fuzz target, so verification needs no network.
+pub struct FixedKeys {
+    sets: HashMap<String, KeySet>,
+}
+
+impl FixedKeys {
+    /// `jwks` pairs an issuer's `iss` with its JWKS document (`{"keys": [...]}`); keys that
+    /// could not verify a token are skipped, as when fetched.
+    pub fn from_jwks<'a>(jwks: impl IntoIterator<Item = (&'a str, &'a serde_json::Value)>) -> Result<Self, Error> {
+        let mut sets = HashMap::new();
+        for (issuer, document) in jwks {
+            let raw = RawKeySet::deserialize(document).map_err(|e| Error::KeysUnavailable {
+                issuer: issuer.to_owned(),
+                reason: format!("the JWKS does not parse: {e}"),
+            })?;
+            sets.insert(issuer.to_owned(), KeySet { keys: raw.keys.iter().filter_map(parse_key).collect() });
+        }
+        Ok(Self { sets })
+    }
+
+    pub fn key(&self, issuer: &IssuerConfig, kid: &str) -> Result<Arc<VerifyingKey>, Error> {
+        let set = self.sets.get(&issuer.issuer).ok_or_else(|| Error::KeysUnavailable {
+            issuer: issuer.name.clone(),
+            reason: "no keys were given for this issuer".into(),
+        })?;
+        set.keys.get(kid).cloned().ok_or(Error::UnknownKey)
+    }
+}
+
 /// A JWK usable for verification, keyed by its `kid`; keys without `kid`, symmetric (`oct`)
 /// keys, encryption keys and keys of unsupported types are skipped.
 fn parse_key(value: &serde_json::Value) -> Option<(String, Arc<VerifyingKey>)> {

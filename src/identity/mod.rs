@@ -11,7 +11,7 @@ mod mapping;
 mod verifier;
 
 pub use error::Error;
-pub use keys::{KeyStore, REFRESH_COOLDOWN};
+pub use keys::{FixedKeys, KeyStore, REFRESH_COOLDOWN};
 pub use mapping::job_from_claims;
 pub use verifier::{MAX_TOKEN_BYTES, Verifier, token_sha256};
 

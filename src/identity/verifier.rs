@@ -10,6 +10,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::claims::{self, Registered};
+use super::keys::FixedKeys;
 use super::{Error, IssuerConfig, KeyStore, job_from_claims};
 use crate::job::Job;
 use crate::net::HttpClient;
@@ -22,7 +23,12 @@ const LEEWAY_SECONDS: u64 = 60;
 pub struct Verifier {
     /// By `iss`.
     issuers: HashMap<String, Pinned>,
-    keys: KeyStore,
+    keys: Keys,
+}
+
+enum Keys {
+    Fetched(KeyStore),
+    Fixed(FixedKeys),
 }
 
 /// A pinned issuer and what validating its tokens takes, for each algorithm it may use: built
@@ -51,15 +57,26 @@ struct UnverifiedIssuer {
 
 impl Verifier {
     pub fn new(audience: String, issuers: Vec<IssuerConfig>, http: HttpClient) -> Self {
-        let keys = KeyStore::new(http, &issuers);
+        let keys = Keys::Fetched(KeyStore::new(http, &issuers));
+        Self::pinning(audience, issuers, keys)
+    }
+
+    /// A verifier of the same checks whose issuers' keys are given, never fetched.
+    pub fn with_fixed_keys(audience: String, issuers: Vec<IssuerConfig>, keys: FixedKeys) -> Self {
+        Self::pinning(audience, issuers, Keys::Fixed(keys))
+    }
+
+    fn pinning(audience: String, issuers: Vec<IssuerConfig>, keys: Keys) -> Self {
         let issuers =
             issuers.into_iter().map(|issuer| (issuer.issuer.clone(), Pinned::new(issuer, &audience))).collect();
         Self { issuers, keys }
     }
 
-    /// See [`KeyStore::set_refresh_cooldown`].
+    /// See [`KeyStore::set_refresh_cooldown`]; fixed keys are never refreshed.
     pub fn with_refresh_cooldown(mut self, cooldown: std::time::Duration) -> Self {
-        self.keys.set_refresh_cooldown(cooldown);
+        if let Keys::Fetched(store) = &mut self.keys {
+            store.set_refresh_cooldown(cooldown);
+        }
         self
     }
 
@@ -77,7 +94,10 @@ impl Verifier {
             pinned.validation(header.alg).ok_or_else(|| Error::AlgorithmNotAllowed(format!("{:?}", header.alg)))?;
         let issuer = &pinned.config;
         let kid = header.kid.as_deref().ok_or_else(|| Error::Malformed("the header has no kid".into()))?;
-        let key = self.keys.key(issuer, kid).await?;
+        let key = match &self.keys {
+            Keys::Fetched(store) => store.key(issuer, kid).await?,
+            Keys::Fixed(fixed) => fixed.key(issuer, kid)?,
+        };
         key.check_fits(header.alg)?;
         let verified = jsonwebtoken::decode::<Value>(token, &key.key, validation).map_err(invalid)?;
         let claims = verified.claims;
@@ -134,4 +154,43 @@ fn invalid(error: jsonwebtoken::errors::Error) -> Error {
         _ => "verification failed".to_owned(),
     };
     Error::Invalid(reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::dev::SigningKey;
+    use crate::job::CiKind;
+
+    const ISSUER: &str = "https://token.actions.githubusercontent.com";
+    const AUDIENCE: &str = "https://ci-creds.example";
+
+    #[tokio::test]
+    async fn fixed_keys_verify_a_token_without_any_fetch_and_refuse_a_key_they_do_not_hold() {
+        let key = SigningKey::generate_es256().unwrap();
+        let jwks = json!({ "keys": [key.jwk()] });
+        let issuer = IssuerConfig {
+            name: "github".into(),
+            kind: CiKind::Github,
+            // Nothing listens here: a fetch would fail the test.
+            issuer: ISSUER.into(),
+            jwks_url: Some("https://127.0.0.1:1/jwks".into()),
+            algorithms: vec![Algorithm::ES256],
+        };
+        let keys = FixedKeys::from_jwks([(ISSUER, &jwks)]).unwrap();
+        let verifier = Verifier::with_fixed_keys(AUDIENCE.into(), vec![issuer], keys);
+        let now = jsonwebtoken::get_current_timestamp() as i64;
+        let claims = json!({
+            "iss": ISSUER, "aud": AUDIENCE, "exp": now + 300, "jti": "j-1",
+            "check_run_id": "289782451", "repository": "octo-org/octo-repo",
+        });
+        let job = verifier.verify(&key.sign(&claims).unwrap()).await.unwrap();
+        assert_eq!((job.job_id.as_str(), job.token_id.as_str()), ("289782451", "jti:j-1"));
+
+        let stranger = SigningKey::generate_es256().unwrap();
+        let refused = verifier.verify(&stranger.sign(&claims).unwrap()).await;
+        assert!(matches!(refused, Err(Error::UnknownKey)), "{refused:?}");
+    }
 }

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use time::OffsetDateTime;
 
+use super::jobs::keep_until;
+use super::request::{ExchangeRequest, check_request};
 use super::{Broker, Error};
 use crate::audit::{Event, JobIdentity};
 use crate::backends::{self, Backend, Credential, MintRequest, Minted, RevokeHandle};
@@ -12,17 +14,6 @@ use crate::identity::token_sha256;
 use crate::job::Job;
 use crate::policy::{AWS_MIN_SESSION, BackendKind, Decision, Role};
 use crate::store::{LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
-
-/// More roles than any job needs in one exchange; bounds the work one request can cause.
-pub const MAX_ROLES_PER_EXCHANGE: usize = 16;
-/// Counted in characters, as JSON Schema's `maxLength` counts, so the API document states it exactly.
-pub const MAX_ROLE_NAME_CHARS: usize = 128;
-
-pub struct ExchangeRequest {
-    pub roles: Vec<String>,
-    /// Clamped to each role's `max_ttl`; the role's `max_ttl` when absent.
-    pub ttl: Option<Duration>,
-}
 
 pub struct IssuedCredential {
     pub role: String,
@@ -153,7 +144,7 @@ impl Broker {
             issuer: job.issuer.clone(),
             job_id: job.job_id.clone(),
             repository: job.repository.clone(),
-            job_keep_until: last_expiry.max(job.expires_at) + self.lifecycle.retention.as_secs() as i64,
+            job_keep_until: keep_until(last_expiry.max(job.expires_at), self.lifecycle.retention),
             spends: Some(SpentToken { token_id: job.token_id.clone(), expires_at: job.expires_at }),
             leases: roles
                 .iter()
@@ -240,6 +231,10 @@ impl Broker {
                 let scope = role.aws.as_ref().ok_or(backends::Error::NotConfigured("aws"))?;
                 self.backends.aws()?.mint(MintRequest { job, role: &role.name, scope, ttl }).await
             }
+            BackendKind::Github => {
+                let scope = role.github.as_ref().ok_or(backends::Error::NotConfigured("github"))?;
+                self.backends.github()?.mint(MintRequest { job, role: &role.name, scope, ttl }).await
+            }
         }
     }
 
@@ -275,23 +270,7 @@ impl Broker {
 fn granted_ttl(role: &Role, requested: Option<Duration>) -> Duration {
     let ttl = requested.map_or(role.max_ttl, |ttl| ttl.min(role.max_ttl));
     match role.backend {
-        BackendKind::Vault => ttl,
+        BackendKind::Vault | BackendKind::Github => ttl,
         BackendKind::Aws => ttl.max(AWS_MIN_SESSION),
     }
-}
-
-fn check_request(request: &ExchangeRequest) -> Result<(), Error> {
-    if request.roles.is_empty() {
-        return Err(Error::InvalidRequest("`roles` must name at least one role".into()));
-    }
-    if request.roles.len() > MAX_ROLES_PER_EXCHANGE {
-        return Err(Error::InvalidRequest(format!("at most {MAX_ROLES_PER_EXCHANGE} roles per request")));
-    }
-    if request.roles.iter().any(|role| role.is_empty() || role.chars().count() > MAX_ROLE_NAME_CHARS) {
-        return Err(Error::InvalidRequest(format!("a role name must be 1 to {MAX_ROLE_NAME_CHARS} characters")));
-    }
-    if request.ttl.is_some_and(|ttl| ttl.is_zero()) {
-        return Err(Error::InvalidRequest("`ttl_seconds` must be positive".into()));
-    }
-    Ok(())
 }

@@ -2,6 +2,7 @@
 //! durable before it is acknowledged; revocation follows through the queue.
 
 use std::fmt;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -33,6 +34,13 @@ pub struct JobEnd {
     pub revoked: u64,
 }
 
+/// Until when a job's records are kept: `retention` past `latest` (unix seconds). Saturating, as
+/// a signed `exp` near the end of the i64 range (or a retention past it) would otherwise wrap to
+/// a time long past, and the job's end would be forgotten at the next sweep.
+pub(super) fn keep_until(latest: i64, retention: Duration) -> i64 {
+    latest.saturating_add(i64::try_from(retention.as_secs()).unwrap_or(i64::MAX))
+}
+
 impl Broker {
     /// Ends `job_id` of `issuer`. With a webhook `delivery` (source, id) that was applied before,
     /// nothing changes and `None` is returned. `token_sha256` is the job's own token, when it
@@ -46,8 +54,7 @@ impl Broker {
         token: Option<(&str, i64)>,
     ) -> Result<Option<JobEnd>, Error> {
         let token_expires_at = token.map(|(_, expires_at)| expires_at);
-        let retention = self.lifecycle.retention.as_secs() as i64;
-        let keep_until = now().max(token_expires_at.unwrap_or(0)) + retention;
+        let keep_until = keep_until(now().max(token_expires_at.unwrap_or(0)), self.lifecycle.retention);
         let by = ended_by.to_string();
         match self.store.end_job(issuer, job_id, &by, delivery, keep_until).await? {
             EndOutcome::Duplicate => {
@@ -79,5 +86,18 @@ impl Broker {
             .end_job(&job.issuer, &job.job_id, EndedBy::TheJobItself, None, Some((&sha256, job.expires_at)))
             .await?;
         Ok(ended.unwrap_or(JobEnd { job_id: job.job_id, revoked: 0 }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_expiring_at_the_end_of_time_keeps_its_job_ended_rather_than_wrapping_into_the_past() {
+        let day = Duration::from_secs(86_400);
+        assert_eq!(keep_until(1_700_000_000, day), 1_700_086_400);
+        assert_eq!(keep_until(i64::MAX, day), i64::MAX);
+        assert_eq!(keep_until(1_700_000_000, Duration::MAX), i64::MAX);
     }
 }

@@ -1,16 +1,23 @@
 //! The job and lease lifecycle: exchanging a verified job token for credentials, ending jobs
 //! (webhooks, self-revoke), the durable revocation queue and the expiry sweeper.
 
+#[cfg(feature = "server")]
 mod exchange;
+#[cfg(feature = "server")]
 mod jobs;
+mod request;
+#[cfg(feature = "server")]
 pub mod revocation;
+#[cfg(feature = "server")]
 pub mod sweeper;
 pub mod webhooks;
 
-pub use exchange::{
-    Attempt, ExchangeRequest, Exchanged, IssuedCredential, MAX_ROLE_NAME_CHARS, MAX_ROLES_PER_EXCHANGE,
-};
+#[cfg(feature = "server")]
+pub use exchange::{Attempt, Exchanged, IssuedCredential};
+#[cfg(feature = "server")]
 pub use jobs::{EndedBy, JobEnd};
+pub use request::{ExchangeRequest, MAX_ROLE_NAME_CHARS, MAX_ROLES_PER_EXCHANGE, check_request};
+#[cfg(feature = "server")]
 pub use revocation::{RevocationQueue, RevocationStats};
 
 use std::time::Duration;
@@ -18,11 +25,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::audit::Audit;
-use crate::backends::Backends;
-use crate::identity::Verifier;
-use crate::policy::{PolicySet, RoleDenial};
-use crate::store::Store;
+use crate::policy::RoleDenial;
+#[cfg(feature = "server")]
+use crate::{audit::Audit, backends::Backends, identity::Verifier, policy::PolicySet, store::Store};
 use crate::{backends, identity, store};
 
 #[derive(Debug, Error)]
@@ -91,6 +96,7 @@ fn default_sweep_interval() -> Duration {
 }
 
 /// Everything the lifecycle needs, shared by all requests and background tasks.
+#[cfg(feature = "server")]
 pub struct Broker {
     pub verifier: Verifier,
     pub policy: PolicySet,

@@ -124,7 +124,7 @@ impl Broker {
                     return Attempt::Skipped;
                 }
             },
-            RevokeHandle::Vault { .. } => None,
+            RevokeHandle::Vault { .. } | RevokeHandle::Github { .. } => None,
         };
         let started = std::time::Instant::now();
         let revoked = self.backends.revoke(&handle).await;

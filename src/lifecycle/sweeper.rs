@@ -1,4 +1,5 @@
-//! Periodic housekeeping: expire leases whose credentials died by themselves, forget records
+//! Periodic housekeeping: expire leases whose credentials died by themselves, revoke those
+//! that would outlive their lease (GitHub tokens), forget records
 //! past their retention, so the store stays bounded; prune AWS deny lists of expired sessions.
 
 use std::sync::Arc;
@@ -27,12 +28,16 @@ pub async fn sweep(broker: &Broker) -> Result<(), crate::store::Error> {
     let now = now();
     let retention = broker.lifecycle.retention.as_secs() as i64;
     let store = &broker.store;
+    let revoking_at_expiry = store.revoke_expired_leases("github", now).await?;
+    if revoking_at_expiry > 0 {
+        broker.revocations.wake();
+    }
     let expired = store.expire_leases(now, REVOKING_GRACE_SECONDS).await?;
     let replays = store.prune_exchanged_tokens(now - REPLAY_RETENTION_SECONDS).await?;
     let leases = store.prune_leases(now - retention).await?;
     let jobs = store.prune_jobs(now, now - retention).await?;
-    if expired + replays + leases + jobs > 0 {
-        tracing::info!(expired, replays, leases, jobs, "sweep: expired leases and pruned records");
+    if revoking_at_expiry + expired + replays + leases + jobs > 0 {
+        tracing::info!(revoking_at_expiry, expired, replays, leases, jobs, "sweep: expired leases and pruned records");
     }
     // Backend housekeeping logs its own failures: one unreachable backend must not stop the sweep.
     if broker.backends.aws.is_some() {

@@ -9,6 +9,7 @@ use crate::job::Job;
 mod decision;
 mod error;
 mod explain;
+mod github;
 mod lint;
 mod matcher;
 mod model;
@@ -21,6 +22,7 @@ mod tests;
 pub use decision::{Decision, RoleDenial};
 pub use error::Error;
 pub use explain::{ConditionCheck, RoleExplanation, RuleExplanation};
+pub use github::{GITHUB_TOKEN_LIFETIME, GithubScope, Repositories};
 pub use lint::Warning;
 pub use model::{
     AWS_MAX_SESSION, AWS_MIN_SESSION, AWS_RESERVED_TAG_PREFIX, AwsScope, BackendKind, Role, Rule, VaultScope,

@@ -10,6 +10,7 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+use super::github::{GITHUB_TOKEN_LIFETIME, GithubDoc, GithubScope};
 use super::matcher::{Condition, Field, Values};
 use super::tiers::RunnerTier;
 
@@ -19,6 +20,7 @@ use super::tiers::RunnerTier;
 pub enum BackendKind {
     Vault,
     Aws,
+    Github,
 }
 
 impl BackendKind {
@@ -26,6 +28,7 @@ impl BackendKind {
         match self {
             Self::Vault => "vault",
             Self::Aws => "aws",
+            Self::Github => "github",
         }
     }
 }
@@ -38,6 +41,7 @@ pub struct Role {
     pub max_ttl: Duration,
     pub vault: Option<VaultScope>,
     pub aws: Option<AwsScope>,
+    pub github: Option<GithubScope>,
     pub allow: Vec<Rule>,
     pub deny: Vec<Rule>,
 }
@@ -100,6 +104,8 @@ struct RoleDoc {
     #[serde(default)]
     aws: Option<AwsDoc>,
     #[serde(default)]
+    github: Option<GithubDoc>,
+    #[serde(default)]
     allow: Vec<Rule>,
     #[serde(default)]
     deny: Vec<Rule>,
@@ -111,32 +117,54 @@ impl<'de> Deserialize<'de> for RoleEntry {
             if doc.name.is_empty() {
                 return Err("a role needs a non-empty `name`".to_owned());
             }
-            let (vault, aws) = match (doc.backend, doc.vault, doc.aws) {
-                (BackendKind::Vault, Some(VaultDoc { policies, secret_path }), None) => {
-                    (Some(VaultScope { policies, secret_path }), None)
-                }
-                (BackendKind::Vault, None, _) => {
-                    return Err(format!(
-                        "role `{}` has backend vault but no `vault:` section; hint: add `vault: {{ policies: [...] }}` naming the Vault policies its tokens get",
-                        doc.name
-                    ));
-                }
-                (BackendKind::Aws, None, Some(AwsDoc(scope))) => (None, Some(scope)),
-                (BackendKind::Aws, _, None) => {
-                    return Err(format!(
-                        "role `{}` has backend aws but no `aws:` section; hint: add `aws: {{ role_arn: arn:aws:iam::ACCOUNT:role/NAME }}`",
-                        doc.name
-                    ));
-                }
-                (backend, _, _) => {
-                    return Err(format!(
-                        "role `{}` has backend {} and a section for another backend; hint: keep only the `{}:` section",
-                        doc.name,
-                        backend.as_str(),
-                        backend.as_str()
-                    ));
-                }
-            };
+            let sections = [doc.vault.is_some(), doc.aws.is_some(), doc.github.is_some()];
+            if sections.iter().filter(|present| **present).count() > 1 {
+                return Err(format!(
+                    "role `{}` has backend {} and a section for another backend; hint: keep only the `{}:` section",
+                    doc.name,
+                    doc.backend.as_str(),
+                    doc.backend.as_str()
+                ));
+            }
+            let (mut vault, mut aws, mut github) = (None, None, None);
+            match doc.backend {
+                BackendKind::Vault => match doc.vault {
+                    Some(VaultDoc { policies, secret_path }) => vault = Some(VaultScope { policies, secret_path }),
+                    None => {
+                        return Err(missing_section(
+                            &doc.name,
+                            "vault",
+                            "vault: { policies: [...] }` naming the Vault policies its tokens get",
+                        ));
+                    }
+                },
+                BackendKind::Aws => match doc.aws {
+                    Some(AwsDoc(scope)) => aws = Some(scope),
+                    None => {
+                        return Err(missing_section(
+                            &doc.name,
+                            "aws",
+                            "aws: { role_arn: arn:aws:iam::ACCOUNT:role/NAME }`",
+                        ));
+                    }
+                },
+                BackendKind::Github => match doc.github {
+                    Some(GithubDoc(scope)) => github = Some(scope),
+                    None => {
+                        return Err(missing_section(
+                            &doc.name,
+                            "github",
+                            "github: { owner: ORG, repositories: [NAME], permissions: { contents: read } }`",
+                        ));
+                    }
+                },
+            }
+            if doc.backend == BackendKind::Github && doc.max_ttl.0 > GITHUB_TOKEN_LIFETIME {
+                return Err(format!(
+                    "role `{}`: a github role's max_ttl must be at most 1h (GitHub's installation tokens live one hour)",
+                    doc.name
+                ));
+            }
             if doc.backend == BackendKind::Aws && !(AWS_MIN_SESSION..=AWS_MAX_SESSION).contains(&doc.max_ttl.0) {
                 return Err(format!(
                     "role `{}`: an aws role's max_ttl must be between 15m and 12h (STS's limits for AssumeRole)",
@@ -149,11 +177,16 @@ impl<'de> Deserialize<'de> for RoleEntry {
                 max_ttl: doc.max_ttl.0,
                 vault,
                 aws,
+                github,
                 allow: doc.allow,
                 deny: doc.deny,
             }))
         })
     }
+}
+
+fn missing_section(role: &str, backend: &str, example: &str) -> String {
+    format!("role `{role}` has backend {backend} but no `{backend}:` section; hint: add `{example}")
 }
 
 #[derive(Deserialize)]

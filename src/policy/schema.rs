@@ -42,6 +42,8 @@ struct RoleShape {
     vault: Option<VaultShape>,
     #[serde(default)]
     aws: Option<AwsShape>,
+    #[serde(default)]
+    github: Option<GithubShape>,
     /// Granted when ANY rule matches; a rule matches when ALL its conditions hold.
     allow: Vec<ConditionsShape>,
     /// Any matching deny rule refuses the role, whatever `allow` says.
@@ -55,6 +57,7 @@ struct RoleShape {
 enum BackendShape {
     Vault,
     Aws,
+    Github,
 }
 
 #[derive(JsonSchema)]
@@ -78,6 +81,22 @@ struct AwsShape {
     session_policy: Option<BTreeMap<String, serde_json::Value>>,
     #[serde(default)]
     session_tags: BTreeMap<String, String>,
+}
+
+/// A GitHub App installation token: one account's installation, named repositories (never all),
+/// permissions as GitHub names them.
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct GithubShape {
+    owner: String,
+    /// Names without the owner; or `repository_ids`.
+    #[serde(default)]
+    repositories: Option<Vec<String>>,
+    #[serde(default)]
+    repository_ids: Option<Vec<u64>>,
+    /// Permission name to `read`, `write` or (where GitHub has it) `admin`.
+    permissions: BTreeMap<String, String>,
 }
 
 /// Conditions on the job's normalised fields; `claims` names raw claims. `sub` is never one.

@@ -153,9 +153,13 @@ impl Store {
     /// `expired`. One still being revoked is given `revoking_grace` seconds more, in case the
     /// backend's clock is behind ours.
     pub async fn expire_leases(&self, now: i64, revoking_grace: i64) -> Result<u64, Error> {
+        // A GitHub token outlives its lease (GitHub fixes its hour): it is revoked at the lease's
+        // expiry instead (`revoke_expired_leases`), and its revocation ends when GitHub's hour does.
         let expired = sqlx::query(
             "UPDATE leases SET state = 'expired', claimed_until = 0, updated_at = $1
-             WHERE (state IN ('pending', 'active') AND expires_at < $2) OR (state = 'revoking' AND expires_at < $3)",
+             WHERE (state = 'pending' AND expires_at < $2)
+                OR (backend <> 'github' AND state = 'active' AND expires_at < $2)
+                OR (backend <> 'github' AND state = 'revoking' AND expires_at < $3)",
         )
         .bind(now)
         .bind(now)
@@ -164,6 +168,22 @@ impl Store {
         .await?
         .rows_affected();
         Ok(expired)
+    }
+
+    /// Queues for revocation the active leases of `backend` whose expiry has passed: credentials
+    /// that would outlive their lease unless the broker revokes them.
+    pub async fn revoke_expired_leases(&self, backend: &str, now: i64) -> Result<u64, Error> {
+        let queued = sqlx::query(
+            "UPDATE leases SET state = 'revoking', revoke_requested_at = $1, next_attempt_at = 0, updated_at = $2
+             WHERE backend = $3 AND state = 'active' AND expires_at < $2",
+        )
+        .bind(now * 1000)
+        .bind(now)
+        .bind(backend)
+        .execute(&mut *self.writer().await?)
+        .await?
+        .rows_affected();
+        Ok(queued)
     }
 
     /// Forgets leases that reached a final state before `before` (unix seconds).

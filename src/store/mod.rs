@@ -6,34 +6,54 @@
 //! (`sqlite_batch.rs`), with WAL checkpoints on another (`sqlite_checkpoint.rs`). The same tests
 //! hold both to the same outcomes.
 
+mod config;
+#[cfg(feature = "server")]
 mod connect;
+#[cfg(feature = "server")]
 mod group_commit;
+#[cfg(feature = "server")]
 mod jobs;
+#[cfg(feature = "server")]
 mod lease;
+#[cfg(feature = "server")]
 mod lease_batch;
+#[cfg(feature = "server")]
 mod leases;
+#[cfg(feature = "server")]
 mod lock;
+#[cfg(feature = "server")]
 mod replay;
+#[cfg(feature = "server")]
 mod sqlite_batch;
+#[cfg(feature = "server")]
 mod sqlite_checkpoint;
+#[cfg(feature = "server")]
 mod writer;
 
-pub use connect::{StoreConfig, StoreKind};
+pub use config::{StoreConfig, StoreKind};
+#[cfg(feature = "server")]
 pub use group_commit::GroupCommitStats;
+#[cfg(feature = "server")]
 pub use jobs::{EndOutcome, JobRecord, JobState};
+#[cfg(feature = "server")]
 pub use lease::{Lease, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
+#[cfg(feature = "server")]
 pub use lock::StoreLock;
 
+#[cfg(feature = "server")]
 use sqlx::AnyPool;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum Error {
+    #[cfg(feature = "server")]
     #[error("the store is unavailable: {0}")]
     Unavailable(#[from] sqlx::Error),
     /// SQLite, through the group commit's own connection (`sqlite_batch.rs`).
+    #[cfg(feature = "server")]
     #[error("the store is unavailable: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    #[cfg(feature = "server")]
     #[error("the store's schema could not be migrated: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("the database was migrated by a newer ci-creds (schema version {0}); upgrade this broker")]
@@ -47,6 +67,7 @@ pub enum Error {
     Stopped,
 }
 
+#[cfg(feature = "server")]
 #[derive(Clone)]
 pub struct Store {
     /// Reads, and on PostgreSQL writes too.
@@ -58,6 +79,7 @@ pub struct Store {
     kind: StoreKind,
 }
 
+#[cfg(feature = "server")]
 impl Store {
     pub fn kind(&self) -> StoreKind {
         self.kind
@@ -76,7 +98,7 @@ impl Store {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "server"))]
 #[path = "liveness_tests.rs"]
 mod liveness_tests;
 

@@ -17,28 +17,12 @@ use std::time::Duration;
 
 use aws_config::BehaviorVersion;
 use aws_config::timeout::TimeoutConfig;
-use serde::Deserialize;
 
+pub use super::config::AwsConfig;
 use super::{Backend, Error, MintRequest, Minted, RevokeHandle};
 use crate::policy::AwsScope;
 
 const NAME: &str = "aws";
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AwsConfig {
-    pub region: String,
-    /// An STS/IAM-compatible endpoint instead of AWS's own (e.g. a local test server).
-    #[serde(default)]
-    pub endpoint_url: Option<String>,
-    /// How long one AWS call, retries included, may take before it counts as failed.
-    #[serde(default = "default_timeout_seconds")]
-    pub timeout_seconds: u64,
-}
-
-fn default_timeout_seconds() -> u64 {
-    10
-}
 
 pub struct AwsBackend {
     sts: aws_sdk_sts::Client,

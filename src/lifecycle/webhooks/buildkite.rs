@@ -1,6 +1,6 @@
 //! Buildkite `job.finished` webhooks, signed (`X-Buildkite-Signature`) or carrying the token.
 
-use axum::http::HeaderMap;
+use http::HeaderMap;
 use secrecy::SecretString;
 use serde::Deserialize;
 
@@ -9,7 +9,7 @@ use super::{Verdict, header, parse};
 use crate::lifecycle::Error;
 
 /// How old (or how far in the future) a signature's timestamp may be: bounds replays.
-const MAX_SIGNATURE_AGE_SECONDS: i64 = 300;
+const MAX_SIGNATURE_AGE_SECONDS: u64 = 300;
 
 #[derive(Deserialize)]
 struct Delivery {
@@ -56,8 +56,34 @@ fn signature_matches(value: &str, body: &[u8], token: &SecretString) -> bool {
     }
     let (Some(timestamp), Some(signature)) = (timestamp, signature) else { return false };
     let Ok(at) = timestamp.parse::<i64>() else { return false };
-    if (crate::store::now() - at).abs() > MAX_SIGNATURE_AGE_SECONDS {
+    // A difference, not `now - at`: a timestamp near the ends of the i64 range overflows that.
+    if crate::store::now().abs_diff(at) > MAX_SIGNATURE_AGE_SECONDS {
         return false;
     }
     hmac_sha256_matches(token, &[timestamp.as_bytes(), b".", body], signature)
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+
+    use super::*;
+
+    fn signed_at(timestamp: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-buildkite-event", HeaderValue::from_static("job.finished"));
+        let value = format!("timestamp={timestamp},signature={}", "00".repeat(32));
+        headers.insert("x-buildkite-signature", HeaderValue::from_str(&value).unwrap());
+        headers
+    }
+
+    #[test]
+    fn a_signature_timestamp_at_either_end_of_the_i64_range_is_refused_without_overflow() {
+        let token = SecretString::from("buildkite-token");
+        let body = br#"{"job": {"id": "0184990a-477b-4fa8-9968-496074483cee"}}"#;
+        for timestamp in [i64::MIN.to_string(), i64::MAX.to_string()] {
+            let result = read(&signed_at(&timestamp), body, &token);
+            assert!(matches!(result, Err(Error::InvalidSignature)), "{timestamp}: {result:?}");
+        }
+    }
 }

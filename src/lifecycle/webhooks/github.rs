@@ -1,6 +1,6 @@
 //! GitHub `workflow_job` webhooks, signed with `X-Hub-Signature-256`.
 
-use axum::http::HeaderMap;
+use http::HeaderMap;
 use secrecy::SecretString;
 use serde::Deserialize;
 

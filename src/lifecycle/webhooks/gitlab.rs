@@ -1,6 +1,6 @@
 //! GitLab Job Hooks, authenticated by `X-Gitlab-Token`.
 
-use axum::http::HeaderMap;
+use http::HeaderMap;
 use secrecy::SecretString;
 use serde::Deserialize;
 

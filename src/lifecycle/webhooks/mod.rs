@@ -1,16 +1,21 @@
 //! CI job-completion webhooks: authenticate the delivery (constant-time), read which job ended,
 //! and end it. Everything else is acknowledged and ignored.
 
+#[cfg(feature = "server")]
+mod broker;
 mod buildkite;
 mod github;
 mod gitlab;
 mod signature;
 
-use axum::http::HeaderMap;
+#[cfg(feature = "server")]
+pub use broker::WebhookOutcome;
+
+use http::HeaderMap;
 use secrecy::SecretString;
 use serde::Deserialize;
 
-use super::{Broker, EndedBy, Error, JobEnd};
+use super::Error;
 
 /// Which CI system sent a webhook.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,7 +100,7 @@ impl Webhooks {
         })
     }
 
-    fn endpoint(&self, source: WebhookSource) -> Option<&Endpoint> {
+    pub fn endpoint(&self, source: WebhookSource) -> Option<&Endpoint> {
         match source {
             WebhookSource::Github => self.github.as_ref(),
             WebhookSource::Gitlab => self.gitlab.as_ref(),
@@ -118,34 +123,12 @@ pub enum Verdict {
     Ignore(String),
 }
 
-/// What the broker did with a delivery.
-#[derive(Debug, PartialEq, Eq)]
-pub enum WebhookOutcome {
-    Ended(JobEnd),
-    Ignored(String),
-    Duplicate,
-}
-
-impl Broker {
-    pub async fn webhook(
-        &self,
-        source: WebhookSource,
-        headers: &HeaderMap,
-        body: &[u8],
-    ) -> Result<WebhookOutcome, Error> {
-        let endpoint = self.webhooks.endpoint(source).ok_or(Error::WebhookNotConfigured(source.name()))?;
-        let verdict = match source {
-            WebhookSource::Github => github::read(headers, body, &endpoint.secret)?,
-            WebhookSource::Gitlab => gitlab::read(headers, body, &endpoint.secret)?,
-            WebhookSource::Buildkite => buildkite::read(headers, body, &endpoint.secret)?,
-        };
-        let (job_id, delivery_id) = match verdict {
-            Verdict::End { job_id, delivery_id } => (job_id, delivery_id),
-            Verdict::Ignore(reason) => return Ok(WebhookOutcome::Ignored(reason)),
-        };
-        let delivery = delivery_id.as_deref().map(|id| (source.name(), id));
-        let ended = self.end_job(&endpoint.issuer, &job_id, EndedBy::Webhook(source.name()), delivery, None).await?;
-        Ok(ended.map_or(WebhookOutcome::Duplicate, WebhookOutcome::Ended))
+/// Authenticates a delivery from `source` with its configured `secret` and reads what it asks for.
+pub fn read(source: WebhookSource, headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<Verdict, Error> {
+    match source {
+        WebhookSource::Github => github::read(headers, body, secret),
+        WebhookSource::Gitlab => gitlab::read(headers, body, secret),
+        WebhookSource::Buildkite => buildkite::read(headers, body, secret),
     }
 }
 

@@ -4,6 +4,7 @@
 mod aws_roles;
 mod deciding;
 mod explaining;
+mod github_roles;
 mod linting;
 mod loading;
 mod matching;

@@ -111,17 +111,33 @@ pub struct Stack {
     pub broker: Broker,
     /// The PostgreSQL URL (without password) the brokers share, if not the embedded SQLite.
     store_url: Option<String>,
+    /// The broker's config beyond issuers, store and Vault.
+    extra_config: String,
+    /// `POLICY` with any roles a test added.
+    policy: String,
+    env: Vec<(&'static str, String)>,
 }
 
 impl Stack {
     pub async fn start() -> Self {
-        Self::start_with_store(None).await
+        Self::start_with_store(None, "", "", Vec::new()).await
+    }
+
+    /// A stack whose broker's config also has `config` (e.g. a `[limits]` table).
+    pub async fn start_with_config(config: &str) -> Self {
+        Self::start_with_store(None, config, "", Vec::new()).await
+    }
+
+    /// A stack whose broker also has `config`, the roles `extra_roles` (YAML list items, appended
+    /// to `POLICY`'s roles) and `env`.
+    pub async fn start_with(config: &str, extra_roles: &str, env: Vec<(&'static str, String)>) -> Self {
+        Self::start_with_store(None, config, extra_roles, env).await
     }
 
     /// A stack whose broker keeps its state in `postgres` (database `ci_creds`, created here).
     pub async fn start_on(postgres: &Postgres) -> Self {
         postgres.create_database("ci_creds").await;
-        Self::start_with_store(Some(postgres.url_without_password("ci_creds"))).await
+        Self::start_with_store(Some(postgres.url_without_password("ci_creds")), "", "", Vec::new()).await
     }
 
     /// Another broker on the same config and store: a second replica.
@@ -137,14 +153,22 @@ impl Stack {
                 ("buildkite", "buildkite", self.buildkite.url()),
             ],
             vault_address: &self.vault_proxy.address,
-            policy: POLICY,
-            extra_config: EXTRA_CONFIG,
+            policy: &self.policy,
+            extra_config: &self.extra_config,
             store_url: self.store_url.as_deref(),
-            env: Vec::new(),
+            env: self.env.clone(),
         }
     }
 
-    async fn start_with_store(store_url: Option<String>) -> Self {
+    async fn start_with_store(
+        store_url: Option<String>,
+        config: &str,
+        extra_roles: &str,
+        env: Vec<(&'static str, String)>,
+    ) -> Self {
+        let extra_config = format!("{EXTRA_CONFIG}\n{config}");
+        // `roles:` is POLICY's last key, so more list items extend it.
+        let policy = format!("{POLICY}{extra_roles}");
         let bao = Bao::start().await;
         bao.put_policy("deploy-prod", DEPLOY_PROD_HCL).await;
         bao.put_policy("read-config", READ_CONFIG_HCL).await;
@@ -162,13 +186,13 @@ impl Stack {
                 ("buildkite", "buildkite", buildkite.url()),
             ],
             vault_address: &vault_proxy.address,
-            policy: POLICY,
-            extra_config: EXTRA_CONFIG,
+            policy: &policy,
+            extra_config: &extra_config,
             store_url: store_url.as_deref(),
-            env: Vec::new(),
+            env: env.clone(),
         })
         .await;
-        Self { bao, vault_proxy, github, gitlab, buildkite, broker, store_url }
+        Self { bao, vault_proxy, github, gitlab, buildkite, broker, store_url, extra_config, policy, env }
     }
 
     /// The broker's store, opened by the test.

@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora under fuzz/corpus/<target>/ from the CI fixtures (../shared/fixtures,
+or $FIXTURES) and the cases the test suite uses. Run from anywhere; overwrites seeds it names,
+leaves other files alone. Input formats: fuzz/README.md."""
+
+import base64
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+FUZZ = Path(__file__).resolve().parent
+ROOT = FUZZ.parent
+FIXTURES = Path(os.environ.get("FIXTURES", ROOT.parent / "shared" / "fixtures"))
+ISSUER = "https://token.fuzz.example"  # fuzz/src/token.rs
+AUDIENCE = "https://ci-creds.fuzz.example"
+FAR_FUTURE = 4102444800  # 2100-01-01: mode-2 payloads are signed as written, never made live
+CLAIMS_MODE, KEEP_ISS, KEEP_AUD, KEEP_EXP, SET_TIMES = 1, 4, 7, 13, 25  # 1 + 3 * flag bits
+
+
+def fixture(name):
+    return json.loads((FIXTURES / name).read_text())
+
+
+def compact(value):
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def write(target, name, data):
+    directory = FUZZ / "corpus" / target
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_bytes(data)
+
+
+def b64(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=")
+
+
+def edited(claims, **changes):
+    claims = dict(claims)
+    for key, value in changes.items():
+        key = key.replace("__", "/").replace("_DOT_", ".")
+        if value is None:
+            claims.pop(key, None)
+        else:
+            claims[key] = value
+    return claims
+
+
+def token_seeds(target, claims, variants):
+    write(target, "fixture", bytes([CLAIMS_MODE]) + compact(claims))
+    for name, changed in variants.items():
+        write(target, name, bytes([CLAIMS_MODE]) + compact(changed))
+    write(target, "keep-foreign-iss", bytes([KEEP_ISS]) + compact(edited(claims, iss="https://elsewhere.example")))
+    write(target, "keep-aud-list", bytes([KEEP_AUD]) + compact(edited(claims, aud=["https://github.com/octo-org", AUDIENCE])))
+    write(target, "keep-aud-resembling", bytes([KEEP_AUD]) + compact(edited(claims, aud=AUDIENCE + ".evil")))
+    write(target, "keep-expired", bytes([KEEP_EXP]) + compact(edited(claims, exp=1632493867)))
+    write(target, "keep-exp-string", bytes([KEEP_EXP]) + compact(edited(claims, exp=str(FAR_FUTURE))))
+    write(target, "keep-exp-huge", bytes([KEEP_EXP]) + compact(edited(claims, exp=2**63 - 1)))
+    write(target, "times-now", bytes([SET_TIMES]) + compact(claims))
+    write(target, "not-an-object", bytes([CLAIMS_MODE]) + b"[1,2,3]")
+    live = edited(claims, iss=ISSUER, aud=AUDIENCE, exp=FAR_FUTURE)
+    payload = compact(live)
+    headers = {
+        "header-es256": {"alg": "ES256", "typ": "JWT", "kid": "fuzz"},
+        "header-rs256-on-ec-key": {"alg": "RS256", "kid": "fuzz"},
+        "header-es384": {"alg": "ES384", "kid": "fuzz"},
+        "header-none": {"alg": "none", "kid": "fuzz"},
+        "header-hs256": {"alg": "HS256", "kid": "fuzz"},
+        "header-no-kid": {"alg": "ES256"},
+        "header-unknown-kid": {"alg": "ES256", "kid": "rotated-away"},
+        "header-crit": {"alg": "ES256", "kid": "fuzz", "crit": ["exp"]},
+        "header-jwk": {"alg": "ES256", "kid": "fuzz", "jwk": {"kty": "oct", "k": "AAAA"}},
+    }
+    for name, header in headers.items():
+        write(target, name, bytes([2]) + compact(header) + b"\n" + payload)
+    write(target, "payload-not-json", bytes([2]) + compact(headers["header-es256"]) + b"\n" + b"not json")
+    # Raw token text: unsigned, odd encodings, what a confused client sends.
+    header = b64(compact(headers["header-es256"]))
+    none = b64(compact(headers["header-none"]))
+    body = b64(payload)
+    raw = {
+        "raw-alg-none": none + b"." + body + b".",
+        "raw-bad-signature": header + b"." + body + b"." + b64(b"\0" * 64),
+        "raw-two-parts": header + b"." + body,
+        "raw-padded-base64": base64.urlsafe_b64encode(compact(headers["header-es256"])) + b"." + body + b".AA",
+        "raw-not-base64": b"%%%.!!!.***",
+        "raw-bearer-prefix": b"Bearer " + header + b"." + body + b".x",
+    }
+    for name, text in raw.items():
+        write(target, name, bytes([0]) + text)
+
+
+def tokens():
+    github = fixture("github-token-claims.json")
+    token_seeds("token_github", github, {
+        "numeric-repository-id": edited(github, repository_id=74),
+        "no-check-run-id": edited(github, check_run_id=None),
+        "no-repository": edited(github, repository=None),
+        "unicode-actor": edited(github, actor="ôctocat-🐙"),
+        "pull-request-target": edited(github, event_name="pull_request_target"),
+        "empty-environment": edited(github, environment=""),
+        "jti-empty": edited(github, jti=""),
+        "iat-future": edited(github, iat=FAR_FUTURE),
+    })
+    gitlab = fixture("gitlab-token-claims.json")
+    token_seeds("token_gitlab", gitlab, {
+        "fork-project": edited(gitlab, project_path="fork-owner/my-project"),
+        "ref-protected-yes": edited(gitlab, ref_protected="yes"),
+        "runner-id-string": edited(gitlab, runner_id="12"),
+        "no-ref-path": edited(gitlab, ref_path=None),
+        "tag-ref": edited(gitlab, ref_path=None, ref_type="tag", ref="v1.0.0"),
+        "no-job-id": edited(gitlab, job_id=None),
+    })
+    buildkite = fixture("buildkite-token-claims.json")
+    token_seeds("token_buildkite", buildkite, {
+        "tag-only": edited(buildkite, build_branch=""),
+        "no-ref": edited(buildkite, build_branch=None, build_tag=None),
+        "build-number-string": edited(buildkite, build_number="1"),
+        "no-pipeline": edited(buildkite, pipeline_slug=None),
+    })
+    circleci = fixture("circleci-token-claims.json")
+    prefix = "oidc_DOT_circleci_DOT_com__"
+    token_seeds("token_circleci", circleci, {
+        "tag-ref": edited(circleci, **{prefix + "vcs-ref": "refs/tags/v1.0.0"}),
+        "no-vcs-origin": edited(circleci, **{prefix + "vcs-origin": None}),
+        "numeric-job-id": edited(circleci, **{prefix + "job-id": 8}),
+    })
+
+
+def delivery(flags, headers, body):
+    head = b"".join(f"{name}: {value}\n".encode() for name, value in headers)
+    return bytes([flags]) + head + b"\n" + body
+
+
+def webhooks():
+    completed = fixture("github-workflow-job-completed.json")
+    in_progress = fixture("github-workflow-job-in-progress.json")
+    event = [("X-GitHub-Event", "workflow_job"), ("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958")]
+    target = "webhook_github"
+    write(target, "completed", delivery(1, event, compact(completed)))
+    write(target, "in-progress", delivery(1, event, compact(in_progress)))
+    write(target, "ping", delivery(1, [("X-GitHub-Event", "ping")], compact({"zen": "Design for failure."})))
+    write(target, "id-as-string", delivery(1, event, compact({"action": "completed", "workflow_job": {"id": "1"}})))
+    write(target, "no-action", delivery(1, event, compact({"workflow_job": {"id": 1}})))
+    write(target, "garbage-body", delivery(1, event, b"\xff\xfe not json"))
+    bad = hashlib.sha256(b"another body").hexdigest()
+    write(target, "forged-signature", delivery(0, event + [("X-Hub-Signature-256", f"sha256={bad}")], compact(completed)))
+    write(target, "unsigned", delivery(0, event, compact(completed)))
+
+    hook = fixture("gitlab-job-hook.json")
+    running = fixture("gitlab-job-hook-running.json")
+    event = [("X-Gitlab-Event", "Job Hook"), ("Idempotency-Key", "f4b8d1a2-0000-4000-8000-000000000001")]
+    target = "webhook_gitlab"
+    write(target, "success", delivery(1, event, compact(hook)))
+    write(target, "running", delivery(1, event, compact(running)))
+    write(target, "canceled-uuid", delivery(1, [("X-Gitlab-Event", "Job Hook"), ("X-Gitlab-Event-UUID", "u-1")],
+                                            compact(dict(hook, build_status="canceled"))))
+    write(target, "pipeline-hook", delivery(1, [("X-Gitlab-Event", "Pipeline Hook")], compact(hook)))
+    write(target, "build-id-string", delivery(1, event, compact(dict(hook, build_id="302"))))
+    write(target, "wrong-token", delivery(0, event + [("X-Gitlab-Token", "not-the-token")], compact(hook)))
+
+    finished = fixture("buildkite-job-finished.json")
+    started = fixture("buildkite-job-started.json")
+    target = "webhook_buildkite"
+    write(target, "finished-signed", delivery(1, [("X-Buildkite-Event", "job.finished")], compact(finished)))
+    write(target, "finished-token", delivery(3, [("X-Buildkite-Event", "job.finished")], compact(finished)))
+    write(target, "started", delivery(1, [("X-Buildkite-Event", "job.started")], compact(started)))
+    write(target, "empty-job-id", delivery(3, [("X-Buildkite-Event", "job.finished")], compact({"job": {"id": ""}})))
+    write(target, "stale-signature", delivery(0, [("X-Buildkite-Event", "job.finished"),
+                                                  ("X-Buildkite-Signature", "timestamp=1669014898,signature=" + "00" * 32)],
+                                              compact(finished)))
+    write(target, "odd-signature", delivery(0, [("X-Buildkite-Signature", "timestamp=-9223372036854775808,signature=zz")],
+                                            compact(finished)))
+
+
+def credentials_requests():
+    bodies = {
+        "readme": b'{"roles": ["deploy-prod"], "ttl_seconds": 600}',
+        "roles-only": b'{"roles": ["deploy-prod"]}',
+        "not-json": b"roles=deploy-prod",
+        "wrong-shape": b'{"roles": "deploy-prod"}',
+        "no-roles": b'{"roles": []}',
+        "empty-role-name": b'{"roles": [""]}',
+        "ttl-zero": b'{"roles": ["a"], "ttl_seconds": 0}',
+        "ttl-fraction": b'{"roles": ["a"], "ttl_seconds": 600.5}',
+        "ttl-decimal-point": b'{"roles": ["a"], "ttl_seconds": 600.0}',
+        "ttl-negative": b'{"roles": ["a"], "ttl_seconds": -5}',
+        "ttl-u64-max": b'{"roles": ["a"], "ttl_seconds": 18446744073709551615}',
+        "ttl-2-pow-64": b'{"roles": ["a"], "ttl_seconds": 1.8446744073709552e19}',
+        "ttl-null": b'{"roles": ["a"], "ttl_seconds": null}',
+        "unknown-field": b'{"roles": ["a"], "role": "b"}',
+        "long-role-name": compact({"roles": ["é" * 129]}),
+        "seventeen-roles": compact({"roles": [f"r{i}" for i in range(17)]}),
+    }
+    for name, body in bodies.items():
+        write("credentials_request", name, body)
+
+
+def rust_strings(path):
+    """YAML documents the policy tests write as Rust string literals."""
+    text = path.read_text()
+    found = re.findall(r'r#"(.*?)"#', text, re.S)
+    for literal in re.findall(r'"((?:roles|runner_tiers):(?:[^"\\]|\\.)*)"', text, re.S):
+        found.append(re.sub(r'\\(.)', lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), literal))
+    return [doc for doc in found if "roles" in doc or "runner_tiers" in doc]
+
+
+def policies():
+    write("policy_yaml", "example", (ROOT / "policy" / "example.yaml").read_bytes())
+    write("policy_yaml", "bench", (ROOT / "benches" / "load" / "policy" / "bench.yaml").read_bytes())
+    seen = set()
+    for path in sorted((ROOT / "src" / "policy" / "tests").glob("*.rs")):
+        for n, doc in enumerate(rust_strings(path)):
+            if doc not in seen:
+                seen.add(doc)
+                write("policy_yaml", f"{path.stem}-{n}", doc.encode())
+    extra = {
+        "alias-bomb": b"a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\nroles: [*c, *c]\n",
+        "glob-classes": b"roles:\n  - name: g\n    backend: vault\n    max_ttl: 1m\n    vault: { policies: [p] }\n"
+                        b"    allow:\n      - ref: \"glob:refs/heads/{a,b}/[!x]*\"\n",
+        "sub-condition": b"roles:\n  - name: s\n    backend: vault\n    max_ttl: 1m\n    vault: { policies: [p] }\n"
+                         b"    allow:\n      - sub: repo:octo-org/octo-repo\n",
+    }
+    for name, text in extra.items():
+        write("policy_yaml", name, text)
+
+
+def configs():
+    head = ('listen = "127.0.0.1:8080"\naudience = "https://ci-creds.example"\npolicy_dir = "policy"\n'
+            '[store]\nurl = "sqlite://ci-creds.db"\n')
+    issuer = '[[issuers]]\nname = "github"\nkind = "github"\nissuer = "https://token.actions.githubusercontent.com"\n'
+    vault = '[vault]\naddress = "https://vault.example"\ntoken_env = "VAULT_TOKEN"\n'
+    full = (head + issuer
+            + '[[issuers]]\nname = "gitlab"\nkind = "gitlab"\nissuer = "https://gitlab.example.com"\n'
+              'jwks_url = "https://gitlab.example.com/oauth/discovery/keys"\nalgorithms = ["RS256", "ES256"]\n'
+            + vault
+            + '[aws]\nregion = "eu-west-1"\nendpoint_url = "http://127.0.0.1:5000"\ntimeout_seconds = 5\n'
+              '[webhooks.github]\nissuer = "github"\nsecret_env = "GITHUB_WEBHOOK_SECRET"\n'
+              '[webhooks.gitlab]\nissuer = "gitlab"\ntoken_env = "GITLAB_WEBHOOK_TOKEN"\n'
+              '[lifecycle]\nretention = "24h"\nsweep_interval = "1m"\nclaim_timeout = "60s"\n'
+              '[audit]\nfile = "audit.jsonl"\nstdout = true\n'
+              '[metrics]\nrepositories = ["octo-org/octo-repo"]\n'
+              '[limits]\nheader_timeout = "10s"\nidle_timeout = "30s"\nrequest_timeout = "30s"\n'
+              'max_connections = 512\nmax_in_flight = 128\nin_flight_wait = "100ms"\n')
+    cases = {
+        "readme": head + issuer + vault,
+        "full": full,
+        "postgres": head.replace("sqlite://ci-creds.db", "postgres://ci-creds@db:5432/ci_creds") + 'password_env = "PGPASSWORD"\nmax_connections = 16\n' + issuer,
+        "sqlite-memory-query": head.replace("sqlite://ci-creds.db", "sqlite::memory:?cache=shared") + issuer,
+        "unknown-key": head + 'colour = "blue"\n' + issuer + vault,
+        "no-issuers": head + "issuers = []\n" + vault,
+        "plain-http-issuer": head + issuer.replace("https://token.actions", "http://token.actions") + vault,
+        "unknown-kind": head + issuer.replace('kind = "github"', 'kind = "jenkins"') + vault,
+        "symmetric-alg": head + issuer + 'algorithms = ["HS256"]\n' + vault,
+        "not-sqlite": head.replace("sqlite://", "mysql://") + issuer + vault,
+        "webhook-wrong-kind": head + issuer + '[webhooks.gitlab]\nissuer = "github"\ntoken_env = "T"\n',
+        "zero-sweep": head + issuer + '[lifecycle]\nsweep_interval = "0s"\n',
+        "bad-duration": head + issuer + '[lifecycle]\nretention = "forever"\n',
+        "limits-inverted": head + issuer + '[limits]\nmax_connections = 1\nmax_in_flight = 1\n',
+        "bench": (ROOT / "benches" / "load" / "broker.toml").read_text(),
+    }
+    for name, text in cases.items():
+        write("config_toml", name, text.encode())
+
+
+def answers():
+    def vault(role, token):
+        return {"role": role, "backend": "vault", "lease_id": "l-1", "expires_at": "2026-11-29T22:10:00Z",
+                "vault": {"address": "https://vault.example", "token": token, "accessor": "acc"}}
+
+    def aws(role):
+        return {"role": role, "backend": "aws", "lease_id": "l-2", "expires_at": "2026-11-29T22:10:00Z",
+                "aws": {"access_key_id": "ASIAEXAMPLE", "secret_access_key": "se/cr+et", "session_token": "to'ken",
+                        "region": "eu-west-1"}}
+
+    job = {"issuer": "github", "job_id": "1", "repository": "o/r", "ref": "refs/heads/main"}
+    bodies = {
+        "vault-and-aws": {"job": job, "credentials": [vault("deploy", "s.tok"), aws("aws-deploy")]},
+        "vault-twice": {"job": job, "credentials": [vault("deploy-prod", "a"), vault("read.config", "b")]},
+        "aws-only": {"job": job, "credentials": [aws("aws-deploy")]},
+        "newline-in-token": {"job": job, "credentials": [vault("deploy", "s.tok\nINJECTED=1")]},
+        "nul-in-token": {"job": job, "credentials": [vault("deploy", "s.\u0000tok")]},
+        "no-credentials": {"job": job, "credentials": []},
+        "dynamic-secret": {"job": job, "credentials": [dict(vault("db", "s.t"), vault={
+            "address": "https://vault.example", "token": "s.t", "accessor": "a", "secret": {"username": "u", "password": "p"}})]},
+        "denied": {"error": "access_denied", "message": "the policy does not allow every requested role",
+                   "request_id": "0193", "denied": [{"role": "deploy-prod", "reasons": ["ref is refs/heads/dev, not refs/heads/main"]}]},
+        "replayed": {"error": "token_replayed", "message": "this token was already exchanged", "request_id": "r"},
+    }
+    for name, body in bodies.items():
+        for selector in range(5):  # env, json, github, gitlab-dotenv, credential-process
+            if name in ("denied", "replayed") and selector:
+                continue
+            write("client_answer", f"{name}-{selector}", bytes([selector]) + compact(body))
+    write("client_answer", "not-json-0", b"\0<html>502 Bad Gateway</html>")
+
+
+tokens()
+webhooks()
+credentials_requests()
+policies()
+configs()
+answers()

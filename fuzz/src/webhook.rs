@@ -1,0 +1,91 @@
+//! A webhook delivery through authentication and the body parser of its CI.
+//!
+//! The first byte holds flags; the rest is `Name: value` header lines, an empty line, then the
+//! body, like an HTTP request without its request line. With flag bit 0 the target adds what
+//! authenticates the delivery (a valid signature over the body, or the shared token), so that
+//! most inputs reach the body parser; Buildkite's bit 1 picks its token header over a signature.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ci_creds::lifecycle::webhooks::{self, Verdict, WebhookSource};
+use hmac::{Hmac, Mac};
+use http::{HeaderMap, HeaderName, HeaderValue};
+use secrecy::SecretString;
+use sha2::Sha256;
+
+use crate::split_at_first;
+
+pub const SECRET: &str = "fuzz-webhook-secret";
+
+pub fn fuzz(source: WebhookSource, data: &[u8]) {
+    let Some((headers, body)) = delivery(source, data) else { return };
+    match webhooks::read(source, &headers, body, &SecretString::from(SECRET)) {
+        Ok(Verdict::End { job_id, .. }) => assert!(!job_id.is_empty(), "a job end names its job"),
+        Ok(Verdict::Ignore(_)) => {}
+        Err(error) => {
+            let _ = error.to_string();
+        }
+    }
+}
+
+/// The headers and the body `data` describes, authenticated when its flags ask for it.
+fn delivery(source: WebhookSource, data: &[u8]) -> Option<(HeaderMap, &[u8])> {
+    let (&flags, rest) = data.split_first()?;
+    let (head, body) = split_at_first(rest, b"\n\n");
+    let mut headers = HeaderMap::new();
+    for line in head.split(|&byte| byte == b'\n') {
+        let (name, value) = split_at_first(line, b":");
+        if let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name), HeaderValue::from_bytes(value.trim_ascii())) {
+            headers.append(name, value);
+        }
+    }
+    if flags & 1 != 0 {
+        authenticate(source, flags, &mut headers, body);
+    }
+    Some((headers, body))
+}
+
+fn authenticate(source: WebhookSource, flags: u8, headers: &mut HeaderMap, body: &[u8]) {
+    let (name, value) = match source {
+        WebhookSource::Github => ("x-hub-signature-256", format!("sha256={}", hmac_hex(&[body]))),
+        WebhookSource::Gitlab => ("x-gitlab-token", SECRET.to_owned()),
+        WebhookSource::Buildkite if flags & 2 != 0 => ("x-buildkite-token", SECRET.to_owned()),
+        WebhookSource::Buildkite => {
+            let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
+            let timestamp = now.to_string();
+            let signature = hmac_hex(&[timestamp.as_bytes(), b".", body]);
+            ("x-buildkite-signature", format!("timestamp={timestamp},signature={signature}"))
+        }
+    };
+    headers.insert(name, HeaderValue::from_str(&value).expect("hex and ASCII are valid header text"));
+}
+
+fn hmac_hex(parts: &[&[u8]]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).expect("HMAC takes any key");
+    for part in parts {
+        mac.update(part);
+    }
+    hex::encode(mac.finalize().into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The authenticated seeds reach the body parser and end their job.
+    #[test]
+    fn each_cis_completion_seed_authenticates_and_ends_its_job() {
+        for (source, target, seeds) in [
+            (WebhookSource::Github, "webhook_github", &["completed"][..]),
+            (WebhookSource::Gitlab, "webhook_gitlab", &["success"][..]),
+            (WebhookSource::Buildkite, "webhook_buildkite", &["finished-signed", "finished-token"][..]),
+        ] {
+            for seed in seeds {
+                let data = std::fs::read(format!("{}/corpus/{target}/{seed}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+                let (headers, body) = delivery(source, &data).unwrap();
+                let verdict = webhooks::read(source, &headers, body, &SecretString::from(SECRET));
+                assert!(matches!(verdict, Ok(Verdict::End { .. })), "{target}/{seed}: {verdict:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! `[vault]` and `[aws]` in the broker's config, apart from the backends that use them so the
+//! config parses without the backends' SDKs.
+
+use secrecy::SecretString;
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VaultConfig {
+    pub address: String,
+    /// The env var holding the broker's own Vault token.
+    #[serde(default = "default_token_env")]
+    pub token_env: String,
+    /// How long one Vault call may take before it counts as failed.
+    #[serde(default = "default_timeout_seconds")]
+    pub timeout_seconds: u64,
+}
+
+fn default_token_env() -> String {
+    "VAULT_TOKEN".into()
+}
+
+impl VaultConfig {
+    pub fn token(&self) -> Result<SecretString, String> {
+        match std::env::var(&self.token_env) {
+            Ok(token) if !token.is_empty() => Ok(SecretString::from(token)),
+            _ => Err(format!("the environment variable {} is not set", self.token_env)),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AwsConfig {
+    pub region: String,
+    /// An STS/IAM-compatible endpoint instead of AWS's own (e.g. a local test server).
+    #[serde(default)]
+    pub endpoint_url: Option<String>,
+    /// How long one AWS call, retries included, may take before it counts as failed.
+    #[serde(default = "default_timeout_seconds")]
+    pub timeout_seconds: u64,
+}
+
+/// `[github]`: the broker's GitHub App for minting installation tokens.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GithubConfig {
+    /// `https://api.github.com`, or `https://HOST/api/v3` for GitHub Enterprise Server.
+    #[serde(default = "default_github_api_url")]
+    pub api_url: String,
+    pub app_id: String,
+    /// The env var holding the App's PEM private key.
+    pub private_key_env: String,
+    #[serde(default = "default_timeout_seconds")]
+    pub timeout_seconds: u64,
+}
+
+fn default_github_api_url() -> String {
+    "https://api.github.com".into()
+}
+
+impl GithubConfig {
+    pub fn private_key(&self) -> Result<SecretString, String> {
+        match std::env::var(&self.private_key_env) {
+            Ok(key) if key.contains("PRIVATE KEY") => Ok(SecretString::from(key)),
+            Ok(_) => Err(format!("the environment variable {} does not hold a PEM private key", self.private_key_env)),
+            Err(_) => Err(format!("the environment variable {} is not set", self.private_key_env)),
+        }
+    }
+}
+
+/// For one Vault call, and for one AWS call with its retries.
+fn default_timeout_seconds() -> u64 {
+    10
+}

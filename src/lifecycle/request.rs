@@ -1,0 +1,32 @@
+//! What an exchange asks for, and the bounds checked before its token is even verified.
+
+use std::time::Duration;
+
+use super::Error;
+
+/// More roles than any job needs in one exchange; bounds the work one request can cause.
+pub const MAX_ROLES_PER_EXCHANGE: usize = 16;
+/// Counted in characters, as JSON Schema's `maxLength` counts, so the API document states it exactly.
+pub const MAX_ROLE_NAME_CHARS: usize = 128;
+
+pub struct ExchangeRequest {
+    pub roles: Vec<String>,
+    /// Clamped to each role's `max_ttl`; the role's `max_ttl` when absent.
+    pub ttl: Option<Duration>,
+}
+
+pub fn check_request(request: &ExchangeRequest) -> Result<(), Error> {
+    if request.roles.is_empty() {
+        return Err(Error::InvalidRequest("`roles` must name at least one role".into()));
+    }
+    if request.roles.len() > MAX_ROLES_PER_EXCHANGE {
+        return Err(Error::InvalidRequest(format!("at most {MAX_ROLES_PER_EXCHANGE} roles per request")));
+    }
+    if request.roles.iter().any(|role| role.is_empty() || role.chars().count() > MAX_ROLE_NAME_CHARS) {
+        return Err(Error::InvalidRequest(format!("a role name must be 1 to {MAX_ROLE_NAME_CHARS} characters")));
+    }
+    if request.ttl.is_some_and(|ttl| ttl.is_zero()) {
+        return Err(Error::InvalidRequest("`ttl_seconds` must be positive".into()));
+    }
+    Ok(())
+}
