@@ -174,6 +174,17 @@ def webhooks():
     write(target, "odd-signature", delivery(0, [("X-Buildkite-Signature", "timestamp=-9223372036854775808,signature=zz")],
                                             compact(finished)))
 
+    completed = fixture("circleci-job-completed.json")
+    event = [("circleci-event-type", "job-completed")]
+    target = "webhook_circleci"
+    write(target, "completed", delivery(1, event, compact(completed)))
+    write(target, "workflow-completed", delivery(1, [("circleci-event-type", "workflow-completed")],
+                                                 compact(dict(completed, type="workflow-completed"))))
+    write(target, "no-job", delivery(1, event, compact({"id": "e-1", "type": "job-completed"})))
+    write(target, "several-versions", delivery(0, event + [("circleci-signature", "v2=ab,v1=" + "00" * 32 + ",v1=zz")],
+                                               compact(completed)))
+    write(target, "unsigned", delivery(0, event, compact(completed)))
+
 
 def credentials_requests():
     bodies = {

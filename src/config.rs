@@ -154,6 +154,7 @@ impl Config {
             ("github", CiKind::Github, webhooks.github.as_ref().map(|w| &w.issuer)),
             ("gitlab", CiKind::Gitlab, webhooks.gitlab.as_ref().map(|w| &w.issuer)),
             ("buildkite", CiKind::Buildkite, webhooks.buildkite.as_ref().map(|w| &w.issuer)),
+            ("circleci", CiKind::Circleci, webhooks.circleci.as_ref().map(|w| &w.issuer)),
         ];
         for (ci, kind, issuer) in issuers {
             let Some(issuer) = issuer else { continue };

@@ -49,6 +49,7 @@ fn authenticate(source: WebhookSource, flags: u8, headers: &mut HeaderMap, body:
     let (name, value) = match source {
         WebhookSource::Github => ("x-hub-signature-256", format!("sha256={}", hmac_hex(&[body]))),
         WebhookSource::Gitlab => ("x-gitlab-token", SECRET.to_owned()),
+        WebhookSource::Circleci => ("circleci-signature", format!("v1={}", hmac_hex(&[body]))),
         WebhookSource::Buildkite if flags & 2 != 0 => ("x-buildkite-token", SECRET.to_owned()),
         WebhookSource::Buildkite => {
             let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());

@@ -59,6 +59,7 @@ fn routes() -> OpenApiRouter<Arc<Broker>> {
         .routes(routes!(webhooks::github))
         .routes(routes!(webhooks::gitlab))
         .routes(routes!(webhooks::buildkite))
+        .routes(routes!(webhooks::circleci))
         .routes(routes!(health::live))
         .routes(routes!(health::ready))
         .routes(routes!(metrics::scrape))

@@ -1,4 +1,4 @@
-//! `POST /v1/webhooks/{github,gitlab,buildkite}` and `POST /v1/jobs/self/revoke`.
+//! `POST /v1/webhooks/{github,gitlab,buildkite,circleci}` and `POST /v1/jobs/self/revoke`.
 
 use std::sync::Arc;
 
@@ -77,6 +77,14 @@ pub async fn buildkite(
     body: Body,
 ) -> Result<Response, ApiError> {
     receive(&broker, WebhookSource::Buildkite, &headers, body).await
+}
+
+/// CircleCI `job-completed` deliveries, signed with `circleci-signature: v1=…`.
+#[utoipa::path(post, path = "/v1/webhooks/circleci", tag = "webhooks",
+    request_body(content = serde_json::Value, description = "The CI system's delivery, as sent"),
+    responses(WebhookResponses))]
+pub async fn circleci(State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    receive(&broker, WebhookSource::Circleci, &headers, body).await
 }
 
 async fn receive(

@@ -21,6 +21,7 @@ mod identity_claims;
 mod identity_keys;
 mod identity_tokens;
 mod job_end_aws;
+mod job_end_circleci;
 mod job_end_durability;
 mod job_end_webhooks;
 mod limits;

@@ -4,6 +4,7 @@
 #[cfg(feature = "server")]
 mod broker;
 mod buildkite;
+mod circleci;
 mod github;
 mod gitlab;
 mod signature;
@@ -23,6 +24,7 @@ pub enum WebhookSource {
     Github,
     Gitlab,
     Buildkite,
+    Circleci,
 }
 
 impl WebhookSource {
@@ -31,6 +33,7 @@ impl WebhookSource {
             Self::Github => "github",
             Self::Gitlab => "gitlab",
             Self::Buildkite => "buildkite",
+            Self::Circleci => "circleci",
         }
     }
 }
@@ -41,6 +44,7 @@ pub struct WebhooksConfig {
     pub github: Option<SignedWebhookConfig>,
     pub gitlab: Option<TokenWebhookConfig>,
     pub buildkite: Option<TokenWebhookConfig>,
+    pub circleci: Option<SignedWebhookConfig>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -71,6 +75,7 @@ pub struct Webhooks {
     pub github: Option<Endpoint>,
     pub gitlab: Option<Endpoint>,
     pub buildkite: Option<Endpoint>,
+    pub circleci: Option<Endpoint>,
 }
 
 impl Webhooks {
@@ -97,6 +102,11 @@ impl Webhooks {
                 .as_ref()
                 .map(|c| endpoint("buildkite", &c.issuer, "token_env", &c.token_env))
                 .transpose()?,
+            circleci: config
+                .circleci
+                .as_ref()
+                .map(|c| endpoint("circleci", &c.issuer, "secret_env", &c.secret_env))
+                .transpose()?,
         })
     }
 
@@ -105,6 +115,7 @@ impl Webhooks {
             WebhookSource::Github => self.github.as_ref(),
             WebhookSource::Gitlab => self.gitlab.as_ref(),
             WebhookSource::Buildkite => self.buildkite.as_ref(),
+            WebhookSource::Circleci => self.circleci.as_ref(),
         }
     }
 }
@@ -129,6 +140,7 @@ pub fn read(source: WebhookSource, headers: &HeaderMap, body: &[u8], secret: &Se
         WebhookSource::Github => github::read(headers, body, secret),
         WebhookSource::Gitlab => gitlab::read(headers, body, secret),
         WebhookSource::Buildkite => buildkite::read(headers, body, secret),
+        WebhookSource::Circleci => circleci::read(headers, body, secret),
     }
 }
 
