@@ -79,6 +79,28 @@ async fn metric(stack: &Stack, series: &str) -> f64 {
     text.lines().find_map(|line| line.strip_prefix(series)?.trim().parse().ok()).unwrap_or(0.0)
 }
 
+/// Exchanges that hold `slots` in-flight slots: OpenBao stops answering, so each waits for the
+/// Vault timeout (2 s). Returns once the broker reports them in flight.
+async fn hold_in_flight_slots(
+    stack: &Stack,
+    slots: usize,
+) -> Vec<tokio::task::JoinHandle<reqwest::Result<reqwest::Response>>> {
+    stack.vault_proxy.set(Mode::BlackHole);
+    let stuck = (0..slots)
+        .map(|_| {
+            let token = github_token(&stack.github, |_| {});
+            let http = stack.broker.http().clone();
+            let url = format!("{}/v1/credentials", stack.broker.url);
+            tokio::spawn(async move {
+                http.post(url).bearer_auth(token).json(&json!({ "roles": ["read-config"] })).send().await
+            })
+        })
+        .collect();
+    wait_until("the slots are taken", || async { metric(stack, "ci_creds_requests_in_flight").await == slots as f64 })
+        .await;
+    stuck
+}
+
 async fn assert_healthy(stack: &Stack) {
     let (status, body) = get_on_new_connection(stack, "/healthz").await;
     assert_eq!((status, body.as_str()), (200, r#"{"status":"ok"}"#));
@@ -158,19 +180,7 @@ async fn connection_cap_evicts_idle_and_half_sent_connections_for_a_new_exchange
 #[tokio::test(flavor = "multi_thread")]
 async fn past_the_in_flight_cap_the_answer_is_503_overloaded_with_retry_after() {
     let stack = Stack::start_with_config("[limits]\nmax_in_flight = 2\nin_flight_wait = \"20ms\"").await;
-    // OpenBao stops answering: each exchange holds its slot until the Vault timeout (2 s).
-    stack.vault_proxy.set(Mode::BlackHole);
-    let stuck: Vec<_> = (0..2)
-        .map(|_| {
-            let token = github_token(&stack.github, |_| {});
-            let http = stack.broker.http().clone();
-            let url = format!("{}/v1/credentials", stack.broker.url);
-            tokio::spawn(async move {
-                http.post(url).bearer_auth(token).json(&json!({ "roles": ["read-config"] })).send().await
-            })
-        })
-        .collect();
-    wait_until("both slots are taken", || async { metric(&stack, "ci_creds_requests_in_flight").await == 2.0 }).await;
+    let stuck = hold_in_flight_slots(&stack, 2).await;
 
     let token = github_token(&stack.github, |_| {});
     let response = stack
@@ -220,18 +230,7 @@ async fn health_answers_on_new_connections_while_the_caps_are_full() {
         "[limits]\nmax_connections = {CAP}\nmax_in_flight = 2\nin_flight_wait = \"20ms\"\nheader_timeout = \"60s\"\nidle_timeout = \"60s\"\nrequest_timeout = \"60s\""
     ))
     .await;
-    stack.vault_proxy.set(Mode::BlackHole);
-    let stuck: Vec<_> = (0..2)
-        .map(|_| {
-            let token = github_token(&stack.github, |_| {});
-            let http = stack.broker.http().clone();
-            let url = format!("{}/v1/credentials", stack.broker.url);
-            tokio::spawn(async move {
-                http.post(url).bearer_auth(token).json(&json!({ "roles": ["read-config"] })).send().await
-            })
-        })
-        .collect();
-    wait_until("both slots are taken", || async { metric(&stack, "ci_creds_requests_in_flight").await == 2.0 }).await;
+    let stuck = hold_in_flight_slots(&stack, 2).await;
     let mut held = Vec::new();
     for _ in 0..CAP * 2 {
         held.push(half_sent_connection(&stack).await);

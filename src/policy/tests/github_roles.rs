@@ -1,13 +1,8 @@
 //! GitHub roles: what the `github:` section holds once loaded, and each way it can be wrong,
 //! refused at load with the file and line rather than by GitHub at the first mint.
 
-use crate::policy::{PolicyFile, PolicySet, Repositories};
-
-fn load(role: &str) -> Result<PolicySet, String> {
-    let body: String = role.lines().map(|l| format!("    {l}\n")).collect();
-    let text = format!("roles:\n  - name: r\n{body}    allow: [ {{ repository_id: \"74\" }} ]\n");
-    PolicySet::parse(&[PolicyFile { path: "p.yaml", text: &text }]).map_err(|e| e.to_string())
-}
+use super::aws_roles::load;
+use crate::policy::Repositories;
 
 #[test]
 fn loads_the_owner_repositories_and_permissions_as_written() {
