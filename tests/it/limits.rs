@@ -142,6 +142,22 @@ async fn slowloris_heads_are_closed_after_the_header_timeout() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_body_sent_too_slowly_is_answered_408_and_the_connection_closed() {
+    let stack = Stack::start_with_config("[limits]\nheader_timeout = \"1s\"\nrequest_timeout = \"2s\"").await;
+    let request_timeout = Duration::from_secs(2);
+    let mut stream = connect(&stack).await;
+    let head = "POST /v1/credentials HTTP/1.1\r\nHost: broker\r\nAuthorization: Bearer x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{\"roles\"";
+    stream.write_all(head.as_bytes()).await.expect("head and the start of a body sent");
+    let mut answer = String::new();
+    let read = tokio::time::timeout(request_timeout + MARGIN, stream.read_to_string(&mut answer)).await;
+    assert!(matches!(read, Ok(Ok(_))), "answered and closed within the request timeout: {read:?}");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains(r#""error":"request_timeout""#), "{answer}");
+    assert!(metric(&stack, r#"ci_creds_connections_closed_total{limit="request_timeout"}"#).await >= 1.0);
+    assert_healthy(&stack).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn connection_cap_evicts_idle_and_half_sent_connections_for_a_new_exchange() {
     const CAP: usize = 40;
     let stack = Stack::start_with_config(&format!(
