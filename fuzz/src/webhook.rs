@@ -80,6 +80,7 @@ mod tests {
             (WebhookSource::Github, "webhook_github", &["completed"][..]),
             (WebhookSource::Gitlab, "webhook_gitlab", &["success"][..]),
             (WebhookSource::Buildkite, "webhook_buildkite", &["finished-signed", "finished-token"][..]),
+            (WebhookSource::Circleci, "webhook_circleci", &["completed"][..]),
         ] {
             for seed in seeds {
                 let data = std::fs::read(format!("{}/corpus/{target}/{seed}", env!("CARGO_MANIFEST_DIR"))).unwrap();
