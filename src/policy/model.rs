@@ -294,6 +294,8 @@ fn check_tag(key: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
+const MAX_ROLE_TTL: Duration = Duration::from_secs(31 * 24 * 3600);
+
 /// `max_ttl`: a humantime duration such as `15m`; zero would mint credentials that are already dead.
 struct Ttl(Duration);
 
@@ -311,6 +313,13 @@ impl<'de> Deserialize<'de> for Ttl {
                 })?;
                 if ttl.is_zero() {
                     return Err(E::custom("max_ttl must be greater than zero; hint: write it like 15m"));
+                }
+                // Past any CI job's life, and far past Vault's default ceiling (32 days); without a
+                // bound, `now + max_ttl` would overflow at every exchange of the role.
+                if ttl > MAX_ROLE_TTL {
+                    return Err(E::custom(format!(
+                        "max_ttl `{v}` is over 31d; hint: a CI job's credential lives minutes or hours"
+                    )));
                 }
                 Ok(Ttl(ttl))
             }

@@ -212,3 +212,20 @@ fn the_design_example_grants_the_fixture_job() {
     assert_eq!(set.runner_tier(&job), Some("hosted"));
     assert_eq!(super::decide(&set, &job, &["deploy-prod"]), Ok(vec!["deploy-prod".to_owned()]));
 }
+
+#[test]
+fn a_max_ttl_past_31_days_is_refused_at_load_rather_than_overflowing_at_exchange() {
+    let error = load(&[(
+        "p.yaml",
+        &role_with("backend: vault\nmax_ttl: 100000y\nvault: { policies: [p] }\nallow:\n  - { repository_id: \"74\" }"),
+    )])
+    .expect_err("refused");
+    assert!(error.to_string().contains("over 31d"), "{error}");
+    assert!(
+        load(&[(
+            "p.yaml",
+            &role_with("backend: vault\nmax_ttl: 31d\nvault: { policies: [p] }\nallow:\n  - { repository_id: \"74\" }")
+        )])
+        .is_ok()
+    );
+}
