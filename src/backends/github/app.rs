@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::header::{ACCEPT, HeaderMap, RETRY_AFTER};
 use reqwest::{Method, StatusCode};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
@@ -150,13 +150,11 @@ impl GithubApp {
         bearer: &SecretString,
         body: Option<&serde_json::Value>,
     ) -> Result<T, Error> {
-        let mut authorization = HeaderValue::from_str(&format!("Bearer {}", bearer.expose_secret()))
-            .map_err(|_| refused("credential", "the credential is not a valid header value".into()))?;
-        authorization.set_sensitive(true);
+        // reqwest marks the header sensitive; the credential is never formatted here.
         let mut request = self
             .http
             .request(method, format!("{}{path}", self.api_url))
-            .header(AUTHORIZATION, authorization)
+            .bearer_auth(bearer.expose_secret())
             .header(ACCEPT, "application/vnd.github+json")
             .header("X-GitHub-Api-Version", API_VERSION);
         if let Some(body) = body {
