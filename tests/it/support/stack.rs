@@ -136,8 +136,13 @@ impl Stack {
 
     /// A stack whose broker keeps its state in `postgres` (database `ci_creds`, created here).
     pub async fn start_on(postgres: &Postgres) -> Self {
+        Self::start_on_with_config(postgres, "").await
+    }
+
+    /// A stack on `postgres` whose broker's config also has `config`.
+    pub async fn start_on_with_config(postgres: &Postgres, config: &str) -> Self {
         postgres.create_database("ci_creds").await;
-        Self::start_with_store(Some(postgres.url_without_password("ci_creds")), "", "", Vec::new()).await
+        Self::start_with_store(Some(postgres.url_without_password("ci_creds")), config, "", Vec::new()).await
     }
 
     /// Another broker on the same config and store: a second replica.
