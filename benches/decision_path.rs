@@ -213,6 +213,7 @@ async fn record_before_minting(store: &Store, job: &Job, roles: &[&Role]) {
                 expires_at: expires_at(role),
             })
             .collect(),
+        ci: Default::default(),
     };
     assert_eq!(store.begin_leases(leases).await.expect("store"), LeaseBegun::Begun);
 }

@@ -13,6 +13,7 @@ use thiserror::Error;
 use crate::api::limits::LimitsConfig;
 use crate::audit::AuditConfig;
 use crate::backends::{AwsConfig, GithubConfig, VaultConfig};
+use crate::ci_api::CiApisConfig;
 use crate::identity::{ASYMMETRIC_ALGORITHMS, IssuerConfig};
 use crate::job::CiKind;
 use crate::lifecycle::LifecycleConfig;
@@ -40,6 +41,9 @@ pub struct Config {
     pub github: Option<GithubConfig>,
     #[serde(default)]
     pub webhooks: WebhooksConfig,
+    /// `[ci_api.<issuer>]`: the CI's own API, asked whether a job still runs.
+    #[serde(default)]
+    pub ci_api: CiApisConfig,
     #[serde(default)]
     pub lifecycle: LifecycleConfig,
     #[serde(default)]
@@ -166,13 +170,63 @@ impl Config {
                 None => return Err(invalid(format!("webhooks.{ci}.issuer"), format!("no issuer is named `{issuer}`"))),
             }
         }
+        self.validate_ci_apis()?;
         self.limits.validate().map_err(|(key, message)| invalid(key, message))?;
+        if self.lifecycle.reconcile_interval.is_zero() {
+            return Err(invalid("lifecycle.reconcile_interval", "must be positive"));
+        }
         if self.lifecycle.sweep_interval.is_zero() {
             return Err(invalid("lifecycle.sweep_interval", "must be positive"));
         }
         // A claim shorter than one backend call would let a second worker revoke the same lease.
         if self.lifecycle.claim_timeout < std::time::Duration::from_secs(1) {
             return Err(invalid("lifecycle.claim_timeout", "must be at least 1s"));
+        }
+        Ok(())
+    }
+
+    fn validate_ci_apis(&self) -> Result<(), Error> {
+        for (name, table) in &self.ci_api {
+            let key = |field: &str| format!("ci_api.{name}.{field}");
+            let kind = match self.issuers.iter().find(|issuer| &issuer.name == name) {
+                Some(issuer) => issuer.kind,
+                None => return Err(invalid(format!("ci_api.{name}"), format!("no issuer is named `{name}`"))),
+            };
+            if kind == CiKind::Circleci {
+                return Err(invalid(
+                    format!("ci_api.{name}"),
+                    "CircleCI has no job API the broker asks; use its webhook",
+                ));
+            }
+            check_url_scheme(&table.api_url).map_err(|e| invalid(key("api_url"), e))?;
+            let app = table.app_id.is_some() || table.private_key_env.is_some();
+            match (kind, app, &table.token_env) {
+                (CiKind::Github, true, None) => {
+                    let (Some(app_id), Some(_)) = (&table.app_id, &table.private_key_env) else {
+                        return Err(invalid(key("app_id"), "app_id and private_key_env go together"));
+                    };
+                    if app_id.is_empty() || !app_id.bytes().all(|b| b.is_ascii_digit()) {
+                        return Err(invalid(key("app_id"), "must be the App's numeric id"));
+                    }
+                }
+                (CiKind::Github, true, Some(_)) => {
+                    return Err(invalid(key("token_env"), "give either token_env, or app_id with private_key_env"));
+                }
+                (_, false, Some(_)) => {}
+                (CiKind::Github, false, None) => {
+                    return Err(invalid(key("token_env"), "give either token_env, or app_id with private_key_env"));
+                }
+                (_, true, _) => return Err(invalid(key("app_id"), "only a GitHub issuer's API takes an App")),
+                (_, false, None) => {
+                    return Err(invalid(key("token_env"), "is required: the env var holding a read token"));
+                }
+            }
+            if !(1..=60).contains(&table.timeout_seconds) {
+                return Err(invalid(key("timeout_seconds"), "must be from 1 to 60"));
+            }
+            if table.max_calls_per_minute == Some(0) {
+                return Err(invalid(key("max_calls_per_minute"), "must be at least 1"));
+            }
         }
         Ok(())
     }

@@ -18,7 +18,7 @@ pub async fn jobs(store: &Store, limit: i64, format: Format) -> Result<String, c
     Ok(match format {
         Format::Json => to_json(&jobs),
         Format::Table => table(
-            &["ISSUER", "JOB", "REPOSITORY", "STATE", "ENDED BY", "ENDED AT", "LEASES", "REVOKING"],
+            &["ISSUER", "JOB", "REPOSITORY", "STATE", "ENDED BY", "ENDED AT", "LEASES", "REVOKING", "RUNNER"],
             jobs.iter().map(job_row).collect(),
         ),
     })
@@ -50,7 +50,19 @@ fn job_row(job: &JobRecord) -> Vec<String> {
         job.ended_at.map(timestamp).unwrap_or_default(),
         job.leases.to_string(),
         job.leases_revoking.to_string(),
+        job.runner.as_ref().map(runner_cell).unwrap_or_default(),
     ]
+}
+
+/// `name (id) via source`, e.g. `release-runner-5 (5) via ci_api`.
+fn runner_cell(runner: &serde_json::Value) -> String {
+    let field = |name: &str| runner.get(name).and_then(serde_json::Value::as_str).unwrap_or("");
+    let named = match (field("name"), field("id")) {
+        ("", id) => id.to_owned(),
+        (name, "") => name.to_owned(),
+        (name, id) => format!("{name} ({id})"),
+    };
+    format!("{named} via {}", field("source"))
 }
 
 fn lease_row(lease: &Lease) -> Vec<String> {

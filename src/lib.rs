@@ -15,6 +15,7 @@ pub mod api {
 }
 pub mod audit;
 pub mod backends;
+pub mod ci_api;
 pub mod client;
 pub mod config;
 pub mod dev;

@@ -133,6 +133,19 @@ fn describe() {
         "Webhook deliveries by CI and outcome (ended, ignored, duplicate or error code)."
     );
     describe_counter!("ci_creds_audit_write_failures_total", "Audit events that could not be written.");
+    describe_counter!(
+        "ci_creds_jobs_ended_total",
+        "Jobs ended, by source: webhook, self (the job's own revoke), reconcile or exchange_check (the CI's API said it had finished)."
+    );
+    describe_counter!(
+        "ci_creds_ci_api_calls_total",
+        "Calls to a CI's API by issuer, during (exchange, reconcile) and answer (running, finished, unknown, error)."
+    );
+    describe_histogram!("ci_creds_ci_api_request_duration_seconds", Unit::Seconds, "CI API call latency by issuer.");
+    describe_counter!(
+        "ci_creds_exchanges_liveness_unknown_total",
+        "Exchanges allowed (on_unavailable = allow) although the CI's API could not say whether the job still runs."
+    );
     describe_gauge!("ci_creds_connections_open", "Client connections open now.");
     describe_counter!(
         "ci_creds_connections_closed_total",
@@ -210,6 +223,24 @@ pub fn requests_in_flight(in_flight: usize) {
 
 pub fn overloaded() {
     counter!("ci_creds_requests_overloaded_total").increment(1);
+}
+
+/// `source`: webhook, self, reconcile or exchange_check.
+pub fn job_ended(source: &'static str) {
+    counter!("ci_creds_jobs_ended_total", "source" => source).increment(1);
+}
+
+/// One call to a CI's API: `answer` is running, finished, unknown (a status that settles
+/// neither) or error (no readable answer); `during` is exchange or reconcile.
+pub fn ci_api_call(issuer: &str, during: &'static str, answer: &'static str, elapsed: Duration) {
+    counter!("ci_creds_ci_api_calls_total", "issuer" => issuer.to_owned(), "during" => during, "answer" => answer)
+        .increment(1);
+    histogram!("ci_creds_ci_api_request_duration_seconds", "issuer" => issuer.to_owned()).record(elapsed.as_secs_f64());
+}
+
+/// An exchange allowed although the CI's API could not say whether the job runs.
+pub fn liveness_unknown(issuer: &str) {
+    counter!("ci_creds_exchanges_liveness_unknown_total", "issuer" => issuer.to_owned()).increment(1);
 }
 
 pub fn audit_write_failed() {

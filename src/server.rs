@@ -9,9 +9,10 @@ use crate::backends::Backends;
 use crate::backends::aws::AwsBackend;
 use crate::backends::github::GithubBackend;
 use crate::backends::vault::VaultBackend;
+use crate::ci_api::CiApis;
 use crate::config::{self, Config};
 use crate::identity::Verifier;
-use crate::lifecycle::{Broker, RevocationQueue, revocation, sweeper};
+use crate::lifecycle::{Broker, RevocationQueue, reconciler, revocation, sweeper};
 use crate::net::HttpClient;
 use crate::policy::{BackendKind, PolicySet};
 use crate::store::StoreKind;
@@ -61,6 +62,10 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
         (Some(github), Some(key)) => Some(GithubBackend::new(github, key)?),
         _ => None,
     };
+    let ci_apis = CiApis::from_config(&config.ci_api, &config.issuers).map_err(|error| match error {
+        crate::ci_api::Error::Config { key, message } => Error::Config(config::Error::Invalid { key, message }),
+        other => Error::Config(config::Error::Invalid { key: "ci_api".into(), message: other.to_string() }),
+    })?;
     let verifier = Verifier::new(config.audience.clone(), config.issuers.clone(), http);
     let audit = audit::Audit::open(&config.audit)?;
     if !audit.enabled() {
@@ -75,6 +80,8 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
         revocations: RevocationQueue::default(),
         lifecycle: config.lifecycle.clone(),
         audit,
+        ci_apis,
+        running: crate::lifecycle::running_cache(),
     })
 }
 
@@ -127,7 +134,7 @@ pub async fn serve(config: Config) -> Result<(), Error> {
     // One broker process owns an SQLite file: claims still held are a dead process's. Replicas
     // sharing PostgreSQL wait for a dead replica's claims to lapse instead.
     if broker.store.kind() == StoreKind::Sqlite {
-        let released = broker.store.release_claims().await?;
+        let released = broker.store.release_claims().await? + broker.store.release_ask_claims().await?;
         if released > 0 {
             tracing::warn!(released, "resuming revocations a previous broker process had claimed");
         }
@@ -138,6 +145,7 @@ pub async fn serve(config: Config) -> Result<(), Error> {
     tokio::spawn(crate::metrics::upkeep());
     tokio::spawn(revocation::run(broker.clone()));
     tokio::spawn(sweeper::run(broker.clone()));
+    tokio::spawn(reconciler::run(broker.clone()));
     tracing::info!(%addr, roles = broker.policy.roles().count(), "ci-creds listening");
     api::limits::serve(listener, api::router(broker, &config.limits), &config.limits, shutdown_signal())
         .await

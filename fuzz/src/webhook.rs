@@ -21,6 +21,10 @@ pub fn fuzz(source: WebhookSource, data: &[u8]) {
     let Some((headers, body)) = delivery(source, data) else { return };
     match webhooks::read(source, &headers, body, &SecretString::from(SECRET)) {
         Ok(Verdict::End { job_id, .. }) => assert!(!job_id.is_empty(), "a job end names its job"),
+        Ok(Verdict::Started { job_id, runner }) => {
+            assert!(!job_id.is_empty(), "a start names its job");
+            assert!(runner.labels.len() <= 64 && runner.name.as_ref().is_none_or(|n| n.chars().count() <= 256));
+        }
         Ok(Verdict::Ignore(_)) => {}
         Err(error) => {
             let _ = error.to_string();

@@ -78,6 +78,7 @@ impl ApiError {
                 L::Denied(_) => (StatusCode::FORBIDDEN, "access_denied"),
                 L::Replayed => (StatusCode::CONFLICT, "token_replayed"),
                 L::JobEnded => (StatusCode::CONFLICT, "job_ended"),
+                L::CiUnavailable => (StatusCode::SERVICE_UNAVAILABLE, "ci_unavailable"),
                 L::InvalidSignature => (StatusCode::UNAUTHORIZED, "invalid_signature"),
                 L::WebhookNotConfigured(_) => (StatusCode::NOT_FOUND, "not_found"),
                 L::Backend(backends::Error::Refused { .. }) => (StatusCode::BAD_GATEWAY, "backend_refused"),

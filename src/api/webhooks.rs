@@ -99,6 +99,7 @@ async fn receive(
     };
     let label = match &outcome {
         Ok(WebhookOutcome::Ended(_)) => "ended",
+        Ok(WebhookOutcome::RunnerRecorded { .. }) => "runner_recorded",
         Ok(WebhookOutcome::Ignored(_)) => "ignored",
         Ok(WebhookOutcome::Duplicate) => "duplicate",
         Err(error) => error.code(),
@@ -108,6 +109,9 @@ async fn receive(
     tracing::info!(source = source.name(), outcome = ?outcome, "webhook");
     Ok(match outcome {
         WebhookOutcome::Ended(ended) => (StatusCode::OK, Json(ended)).into_response(),
+        WebhookOutcome::RunnerRecorded { job_id } => {
+            (StatusCode::ACCEPTED, Json(json!({ "status": "runner_recorded", "job_id": job_id }))).into_response()
+        }
         WebhookOutcome::Ignored(reason) => {
             (StatusCode::ACCEPTED, Json(json!({ "status": "ignored", "reason": reason }))).into_response()
         }

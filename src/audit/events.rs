@@ -57,7 +57,15 @@ pub struct JobRef<'a> {
 #[serde(tag = "event")]
 pub enum Event<'a> {
     #[serde(rename = "exchange.granted")]
-    ExchangeGranted { token_sha256: &'a str, job: JobIdentity<'a>, roles: Vec<&'a str> },
+    ExchangeGranted {
+        token_sha256: &'a str,
+        job: JobIdentity<'a>,
+        roles: Vec<&'a str>,
+        /// What the CI's API said of the job at the exchange: `running`, or `unknown` when it
+        /// could not say and `on_unavailable = "allow"`. Absent when it was not asked.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ci_liveness: Option<&'a str>,
+    },
     /// Any exchange that handed nothing out. `job` is absent when the token did not verify.
     #[serde(rename = "exchange.refused")]
     ExchangeRefused {
@@ -84,8 +92,10 @@ pub enum Event<'a> {
     #[serde(rename = "job.ended")]
     JobEnded {
         job: JobRef<'a>,
-        /// `webhook:github`, `webhook:gitlab`, `webhook:buildkite` or `self`.
+        /// `webhook:<ci>`, `self`, `ci_api:reconcile` or `ci_api:exchange`.
         ended_by: &'a str,
+        /// `webhook`, `self`, `reconcile` or `exchange_check`.
+        source: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
         delivery_id: Option<&'a str>,
         /// The token the job ended itself with; webhooks present none.

@@ -13,7 +13,7 @@ use crate::backends::{self, Backend, Credential, MintRequest, Minted, RevokeHand
 use crate::identity::token_sha256;
 use crate::job::Job;
 use crate::policy::{AWS_MIN_SESSION, BackendKind, Decision, Role};
-use crate::store::{LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
+use crate::store::{JobCiFacts, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 
 pub struct IssuedCredential {
     pub role: String,
@@ -62,13 +62,15 @@ impl Broker {
         };
         let result = self.exchange_verified(&job, &token_sha256, &request).await;
         match &result {
-            Ok(issued) => self.audit.record(&Event::ExchangeGranted {
+            Ok((issued, ci_liveness)) => self.audit.record(&Event::ExchangeGranted {
                 token_sha256: &token_sha256,
                 job: JobIdentity::from(&job),
                 roles: issued.iter().map(|credential| credential.role.as_str()).collect(),
+                ci_liveness: *ci_liveness,
             }),
             Err(error) => self.audit_refusal(&token_sha256, Some(&job), &request.roles, error),
         }
+        let result = result.map(|(issued, _)| issued);
         Attempt {
             repository: Some(job.repository.clone()),
             result: result.map(|credentials| Exchanged { job, credentials }),
@@ -94,7 +96,7 @@ impl Broker {
         job: &Job,
         token_sha256: &str,
         request: &ExchangeRequest,
-    ) -> Result<Vec<IssuedCredential>, Error> {
+    ) -> Result<(Vec<IssuedCredential>, Option<&'static str>), Error> {
         let roles = match self.policy.decide(job, &request.roles) {
             Decision::Granted(roles) => roles,
             Decision::Denied(denials) => {
@@ -102,7 +104,8 @@ impl Broker {
                 return Err(Error::Denied(denials));
             }
         };
-        let planned = self.begin_leases(job, &roles, request.ttl).await?;
+        let checked = self.check_running(job).await?;
+        let planned = self.begin_leases(job, &roles, request.ttl, checked.facts).await?;
         let mut issued = Vec::with_capacity(roles.len());
         for (n, (role, lease)) in roles.iter().zip(&planned).enumerate() {
             match self.mint(job, token_sha256, role, lease).await {
@@ -119,7 +122,7 @@ impl Broker {
             roles = ?issued.iter().map(|c| c.role.as_str()).collect::<Vec<_>>(),
             "credentials issued"
         );
-        Ok(issued)
+        Ok((issued, checked.liveness))
     }
 
     /// Writes the exchange's intent to mint, one pending lease per role, and spends its token,
@@ -130,6 +133,7 @@ impl Broker {
         job: &Job,
         roles: &[&Role],
         ttl: Option<Duration>,
+        ci: JobCiFacts,
     ) -> Result<Vec<PlannedLease>, Error> {
         let now = OffsetDateTime::now_utc();
         let planned: Vec<PlannedLease> = roles
@@ -156,6 +160,7 @@ impl Broker {
                     expires_at: lease.expires_at.unix_timestamp(),
                 })
                 .collect(),
+            ci,
         };
         match self.store.begin_leases(new_leases).await? {
             LeaseBegun::Begun => Ok(planned),

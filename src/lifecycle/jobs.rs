@@ -16,6 +16,22 @@ use crate::store::{EndOutcome, now};
 pub enum EndedBy {
     Webhook(&'static str),
     TheJobItself,
+    /// The CI's API, asked by the reconciler, said the job had finished.
+    Reconcile,
+    /// The CI's API, asked at an exchange, said the job had finished.
+    ExchangeCheck,
+}
+
+impl EndedBy {
+    /// The `source` label of audit events and `ci_creds_jobs_ended_total`.
+    pub fn source(self) -> &'static str {
+        match self {
+            Self::Webhook(_) => "webhook",
+            Self::TheJobItself => "self",
+            Self::Reconcile => "reconcile",
+            Self::ExchangeCheck => "exchange_check",
+        }
+    }
 }
 
 impl fmt::Display for EndedBy {
@@ -23,6 +39,8 @@ impl fmt::Display for EndedBy {
         match self {
             Self::Webhook(ci) => write!(f, "webhook:{ci}"),
             Self::TheJobItself => f.write_str("self"),
+            Self::Reconcile => f.write_str("ci_api:reconcile"),
+            Self::ExchangeCheck => f.write_str("ci_api:exchange"),
         }
     }
 }
@@ -63,9 +81,12 @@ impl Broker {
             }
             EndOutcome::Ended { revoking } => {
                 tracing::info!(%issuer, %job_id, ended_by = %by, revoking, "job ended");
+                crate::metrics::job_ended(ended_by.source());
+                self.running.invalidate(&(issuer.to_owned(), job_id.to_owned())).await;
                 self.audit.record(&Event::JobEnded {
                     job: JobRef { issuer, job_id },
                     ended_by: &by,
+                    source: ended_by.source(),
                     delivery_id: delivery.map(|(_, id)| id),
                     token_sha256: token.map(|(sha256, _)| sha256),
                     revoking,

@@ -5,6 +5,10 @@
 mod exchange;
 #[cfg(feature = "server")]
 mod jobs;
+#[cfg(feature = "server")]
+mod liveness;
+#[cfg(feature = "server")]
+pub mod reconciler;
 mod request;
 #[cfg(feature = "server")]
 pub mod revocation;
@@ -27,7 +31,7 @@ use thiserror::Error;
 
 use crate::policy::RoleDenial;
 #[cfg(feature = "server")]
-use crate::{audit::Audit, backends::Backends, identity::Verifier, policy::PolicySet, store::Store};
+use crate::{audit::Audit, backends::Backends, ci_api::CiApis, identity::Verifier, policy::PolicySet, store::Store};
 use crate::{backends, identity, store};
 
 #[derive(Debug, Error)]
@@ -42,6 +46,9 @@ pub enum Error {
     Replayed,
     #[error("this job has ended; it can obtain no more credentials")]
     JobEnded,
+    /// `on_unavailable = "refuse"` and the CI's API could not say whether the job still runs.
+    #[error("the CI's API cannot confirm that this job is still running; retry later")]
+    CiUnavailable,
     #[error("the webhook's signature or token is missing or wrong")]
     InvalidSignature,
     #[error("no webhook is configured for {0}")]
@@ -66,6 +73,12 @@ pub struct LifecycleConfig {
     /// it by at most this much before another replica takes it over.
     #[serde(default = "default_claim_timeout", deserialize_with = "human_duration")]
     pub claim_timeout: Duration,
+    /// How often the reconciler asks the CI's API about jobs whose end has not arrived.
+    #[serde(default = "default_reconcile", deserialize_with = "human_duration")]
+    pub reconcile_interval: Duration,
+    /// A job is asked about again only this long after it was last asked.
+    #[serde(default = "default_reconcile", deserialize_with = "human_duration")]
+    pub reconcile_after: Duration,
 }
 
 impl Default for LifecycleConfig {
@@ -74,6 +87,8 @@ impl Default for LifecycleConfig {
             retention: default_retention(),
             sweep_interval: default_sweep_interval(),
             claim_timeout: default_claim_timeout(),
+            reconcile_interval: default_reconcile(),
+            reconcile_after: default_reconcile(),
         }
     }
 }
@@ -88,6 +103,10 @@ fn default_retention() -> Duration {
 }
 
 fn default_claim_timeout() -> Duration {
+    Duration::from_secs(60)
+}
+
+fn default_reconcile() -> Duration {
     Duration::from_secs(60)
 }
 
@@ -106,4 +125,17 @@ pub struct Broker {
     pub revocations: RevocationQueue,
     pub lifecycle: LifecycleConfig,
     pub audit: Audit,
+    pub ci_apis: CiApis,
+    /// Jobs the CI's API said were running moments ago, by (issuer, job id): a job often
+    /// exchanges several tokens at once, and one answer serves them all.
+    pub running: moka::future::Cache<(String, String), ()>,
+}
+
+/// How long a "running" answer is reused for the same job's exchanges.
+#[cfg(feature = "server")]
+pub const RUNNING_ANSWER_REUSE: Duration = Duration::from_secs(5);
+
+#[cfg(feature = "server")]
+pub fn running_cache() -> moka::future::Cache<(String, String), ()> {
+    moka::future::Cache::builder().max_capacity(100_000).time_to_live(RUNNING_ANSWER_REUSE).build()
 }

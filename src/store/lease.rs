@@ -68,6 +68,20 @@ pub struct NewLeases {
     /// The exchange's token: the replay check and the intent to mint commit together or not at all.
     pub spends: Option<SpentToken>,
     pub leases: Vec<NewLease>,
+    /// What the exchange learnt of the job for its CI's API.
+    pub ci: JobCiFacts,
+}
+
+/// Kept with a job for the reconciler: where the CI's API answers for it, when it was last
+/// asked, and the runner it named.
+#[derive(Clone, Debug, Default)]
+pub struct JobCiFacts {
+    /// A `JobLocator` as JSON.
+    pub locator: Option<String>,
+    /// Unix milliseconds; 0 when the exchange did not ask.
+    pub asked_at_ms: i64,
+    /// `RunnerFacts` as JSON.
+    pub runner: Option<String>,
 }
 
 /// A lease about to be minted.

@@ -138,26 +138,48 @@ async fn see_jobs(
     now: i64,
 ) -> Result<Vec<(String, String)>, Error> {
     // One row per job: PostgreSQL refuses an upsert that touches a row twice.
-    let mut jobs: BTreeMap<Key, (&str, i64)> = BTreeMap::new();
+    let mut jobs: BTreeMap<Key, (&NewLeases, i64)> = BTreeMap::new();
     for (begin, _) in begins.iter().zip(outcomes).filter(|(_, outcome)| **outcome == LeaseBegun::Begun) {
-        let seen = jobs.entry((&begin.issuer, &begin.job_id)).or_insert((&begin.repository, begin.job_keep_until));
+        let seen = jobs.entry((&begin.issuer, &begin.job_id)).or_insert((*begin, begin.job_keep_until));
         seen.1 = seen.1.max(begin.job_keep_until);
+        if begin.ci.asked_at_ms > seen.0.ci.asked_at_ms {
+            seen.0 = begin;
+        }
     }
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
     let sql = format!(
-        "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until) VALUES {}
+        "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until, ci_api_locator, last_asked_at, runner)
+         VALUES {}
          ON CONFLICT (issuer, job_id) DO UPDATE SET
              repository = COALESCE(jobs.repository, excluded.repository),
-             keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END
+             keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END,
+             ci_api_locator = COALESCE(jobs.ci_api_locator, excluded.ci_api_locator),
+             last_asked_at = CASE WHEN jobs.last_asked_at > excluded.last_asked_at THEN jobs.last_asked_at ELSE excluded.last_asked_at END,
+             runner = COALESCE(excluded.runner, jobs.runner)
          WHERE jobs.state = 'active'
          RETURNING issuer, job_id",
-        values(jobs.len(), 4, 2, |p| format!("(${p}, ${}, ${}, 'active', $1, ${})", p + 1, p + 2, p + 3))
+        values(jobs.len(), 7, 2, |p| format!(
+            "(${p}, ${}, ${}, 'active', $1, ${}, ${}, ${}, ${})",
+            p + 1,
+            p + 2,
+            p + 3,
+            p + 4,
+            p + 5,
+            p + 6
+        ))
     );
     let mut query = sqlx::query(&sql).persistent(false).bind(now);
-    for (&(issuer, job_id), &(repository, keep_until)) in &jobs {
-        query = query.bind(issuer).bind(job_id).bind(repository).bind(keep_until);
+    for (&(issuer, job_id), &(seen, keep_until)) in &jobs {
+        query = query
+            .bind(issuer)
+            .bind(job_id)
+            .bind(&seen.repository)
+            .bind(keep_until)
+            .bind(&seen.ci.locator)
+            .bind(seen.ci.asked_at_ms)
+            .bind(&seen.ci.runner);
     }
     let mut active = Vec::with_capacity(jobs.len());
     for row in query.fetch_all(&mut *tx).await? {

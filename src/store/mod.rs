@@ -6,6 +6,8 @@
 //! (`sqlite_batch.rs`), with WAL checkpoints on another (`sqlite_checkpoint.rs`). The same tests
 //! hold both to the same outcomes.
 
+#[cfg(feature = "server")]
+mod asking;
 mod config;
 #[cfg(feature = "server")]
 mod connect;
@@ -30,13 +32,15 @@ mod sqlite_checkpoint;
 #[cfg(feature = "server")]
 mod writer;
 
+#[cfg(feature = "server")]
+pub use asking::JobToAsk;
 pub use config::{StoreConfig, StoreKind};
 #[cfg(feature = "server")]
 pub use group_commit::GroupCommitStats;
 #[cfg(feature = "server")]
 pub use jobs::{EndOutcome, JobRecord, JobState};
 #[cfg(feature = "server")]
-pub use lease::{Lease, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
+pub use lease::{JobCiFacts, Lease, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 #[cfg(feature = "server")]
 pub use lock::StoreLock;
 

@@ -31,11 +31,14 @@ const UNSPEND_TOKEN: &str = "DELETE FROM exchanged_tokens WHERE issuer = $1 AND 
 /// has no other condition, so the statement changes a row exactly when the job is active: one
 /// statement, not an upsert and a read, and an ended job's record is left as it is. (Counting
 /// the change rather than RETURNING a row spares SQLite a temporary table per execution.)
-const SEE_JOB: &str = "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until)
- VALUES ($1, $2, $3, 'active', $4, $5)
+const SEE_JOB: &str = "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until, ci_api_locator, last_asked_at, runner)
+ VALUES ($1, $2, $3, 'active', $4, $5, $6, $7, $8)
  ON CONFLICT (issuer, job_id) DO UPDATE SET
      repository = COALESCE(jobs.repository, excluded.repository),
-     keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END
+     keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END,
+     ci_api_locator = COALESCE(jobs.ci_api_locator, excluded.ci_api_locator),
+     last_asked_at = CASE WHEN jobs.last_asked_at > excluded.last_asked_at THEN jobs.last_asked_at ELSE excluded.last_asked_at END,
+     runner = COALESCE(excluded.runner, jobs.runner)
  WHERE jobs.state = 'active'";
 
 const INSERT_LEASE: &str =
@@ -176,7 +179,10 @@ fn begin_leases(tx: &Connection, new: &NewLeases, now: i64) -> Result<LeaseBegun
         new.job_id,
         new.repository,
         now,
-        new.job_keep_until
+        new.job_keep_until,
+        new.ci.locator,
+        new.ci.asked_at_ms,
+        new.ci.runner
     ])?;
     if seen == 0 {
         if let Some(token) = &new.spends {
@@ -228,7 +234,7 @@ mod tests {
         connection
             .execute_batch(
                 "CREATE TABLE exchanged_tokens (issuer, token_id, expires_at, PRIMARY KEY (issuer, token_id));
-                 CREATE TABLE jobs (issuer, job_id, repository, state, first_seen_at, keep_until, PRIMARY KEY (issuer, job_id));
+                 CREATE TABLE jobs (issuer, job_id, repository, state, first_seen_at, keep_until, ci_api_locator, last_asked_at, runner, PRIMARY KEY (issuer, job_id));
                  CREATE TABLE leases (id PRIMARY KEY, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at);",
             )
             .unwrap();

@@ -82,6 +82,7 @@ mod tests {
                 job_keep_until: far,
                 spends: None,
                 leases: vec![lease],
+                ci: Default::default(),
             };
             store.begin_leases(leases).await.unwrap();
         }

@@ -128,6 +128,24 @@ impl GithubApp {
         Ok(id)
     }
 
+    /// The installation of the App that covers `repository` (`owner/name`):
+    /// `GET /repos/{owner}/{repo}/installation`.
+    pub async fn repository_installation(&self, repository: &str) -> Result<u64, Error> {
+        let key = format!("repository:{repository}");
+        if let Some(id) = self.installations.get(&key).await {
+            return Ok(id);
+        }
+        let Some((owner, name)) = repository.split_once('/') else {
+            return Err(refused("repository", format!("`{repository}` is not owner/name")));
+        };
+        let e = |segment| percent_encoding::utf8_percent_encode(segment, percent_encoding::NON_ALPHANUMERIC);
+        let jwt = self.app_jwt()?;
+        let path = format!("/repos/{}/{}/installation", e(owner), e(name));
+        let id = self.call::<Installation>(Method::GET, &path, &jwt, None).await?.id;
+        self.installations.insert(key, id).await;
+        Ok(id)
+    }
+
     /// An installation token of `installation` with exactly `scope` (the request body).
     pub async fn access_token(&self, installation: u64, scope: &serde_json::Value) -> Result<AccessToken, Error> {
         let jwt = self.app_jwt()?;

@@ -3,12 +3,18 @@
 use http::HeaderMap;
 
 use super::{Verdict, WebhookSource, read};
+use crate::ci_api::RunnerFacts;
 use crate::lifecycle::{Broker, EndedBy, Error, JobEnd};
+use crate::store::now;
 
 /// What the broker did with a delivery.
 #[derive(Debug, PartialEq, Eq)]
 pub enum WebhookOutcome {
     Ended(JobEnd),
+    /// A start event: the runner it names is recorded for the job.
+    RunnerRecorded {
+        job_id: String,
+    },
     Ignored(String),
     Duplicate,
 }
@@ -21,12 +27,26 @@ impl Broker {
         body: &[u8],
     ) -> Result<WebhookOutcome, Error> {
         let endpoint = self.webhooks.endpoint(source).ok_or(Error::WebhookNotConfigured(source.name()))?;
-        let (job_id, delivery_id) = match read(source, headers, body, &endpoint.secret)? {
-            Verdict::End { job_id, delivery_id } => (job_id, delivery_id),
+        let (job_id, delivery_id, runner) = match read(source, headers, body, &endpoint.secret)? {
+            Verdict::End { job_id, delivery_id, runner } => (job_id, delivery_id, runner),
+            Verdict::Started { job_id, runner } => {
+                self.record_runner(&endpoint.issuer, &job_id, &runner).await?;
+                return Ok(WebhookOutcome::RunnerRecorded { job_id });
+            }
             Verdict::Ignore(reason) => return Ok(WebhookOutcome::Ignored(reason)),
         };
+        if let Some(runner) = &runner {
+            self.record_runner(&endpoint.issuer, &job_id, runner).await?;
+        }
         let delivery = delivery_id.as_deref().map(|id| (source.name(), id));
         let ended = self.end_job(&endpoint.issuer, &job_id, EndedBy::Webhook(source.name()), delivery, None).await?;
         Ok(ended.map_or(WebhookOutcome::Duplicate, WebhookOutcome::Ended))
+    }
+
+    async fn record_runner(&self, issuer: &str, job_id: &str, runner: &RunnerFacts) -> Result<(), Error> {
+        let facts = serde_json::to_string(runner).unwrap_or_default();
+        let keep_until = super::super::jobs::keep_until(now(), self.lifecycle.retention);
+        self.store.record_webhook_runner(issuer, job_id, &facts, keep_until).await?;
+        Ok(())
     }
 }

@@ -1,4 +1,5 @@
-//! Buildkite `job.finished` webhooks, signed (`X-Buildkite-Signature`) or carrying the token.
+//! Buildkite `job.finished` (an end) and `job.started` (the agent it runs on) webhooks, signed
+//! (`X-Buildkite-Signature`) or carrying the token.
 
 use http::HeaderMap;
 use secrecy::SecretString;
@@ -6,6 +7,7 @@ use serde::Deserialize;
 
 use super::signature::{hmac_sha256_matches, token_matches};
 use super::{Verdict, header, parse};
+use crate::ci_api::RunnerFacts;
 use crate::lifecycle::Error;
 
 /// How old (or how far in the future) a signature's timestamp may be: bounds replays.
@@ -19,6 +21,21 @@ struct Delivery {
 #[derive(Deserialize)]
 struct Job {
     id: String,
+    #[serde(default)]
+    agent: Option<Agent>,
+}
+
+#[derive(Deserialize)]
+struct Agent {
+    id: String,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+impl Agent {
+    fn facts(self) -> RunnerFacts {
+        RunnerFacts::bounded(Some(self.id), self.name, None, Vec::new(), "webhook:buildkite")
+    }
 }
 
 pub fn read(headers: &HeaderMap, body: &[u8], token: &SecretString) -> Result<Verdict, Error> {
@@ -26,14 +43,19 @@ pub fn read(headers: &HeaderMap, body: &[u8], token: &SecretString) -> Result<Ve
         return Err(Error::InvalidSignature);
     }
     let event = header(headers, "x-buildkite-event").unwrap_or_default();
-    if event != "job.finished" {
-        return Ok(Verdict::Ignore(format!("event `{event}` is not job.finished")));
+    if event != "job.finished" && event != "job.started" {
+        return Ok(Verdict::Ignore(format!("event `{event}` is neither job.finished nor job.started")));
     }
     let delivery: Delivery = parse(body)?;
     if delivery.job.id.is_empty() {
         return Err(Error::InvalidRequest("`job.id` is empty".into()));
     }
-    Ok(Verdict::End { job_id: delivery.job.id, delivery_id: None })
+    let runner = delivery.job.agent.map(Agent::facts);
+    match (event, runner) {
+        ("job.started", Some(runner)) => Ok(Verdict::Started { job_id: delivery.job.id, runner }),
+        ("job.started", None) => Ok(Verdict::Ignore("`job.started` names no agent".into())),
+        (_, runner) => Ok(Verdict::End { job_id: delivery.job.id, delivery_id: None, runner }),
+    }
 }
 
 fn authentic(headers: &HeaderMap, body: &[u8], token: &SecretString) -> bool {

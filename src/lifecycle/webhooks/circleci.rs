@@ -43,7 +43,7 @@ pub fn read(headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<V
     if delivery.id.is_empty() {
         return Err(Error::InvalidRequest("the event's `id` is empty".into()));
     }
-    Ok(Verdict::End { job_id: job.id, delivery_id: Some(delivery.id) })
+    Ok(Verdict::End { job_id: job.id, delivery_id: Some(delivery.id), runner: None })
 }
 
 /// Any `v1=` value of the comma-separated header matching the body's HMAC-SHA256; each compared
@@ -84,8 +84,11 @@ mod tests {
         let secret = SecretString::from(SECRET.to_owned());
         let good = hex_hmac(BODY);
         let bad = "00".repeat(32);
-        let ended =
-            Verdict::End { job_id: "8b91f9a8-7975-4e60-916c-f0152ccbc937".into(), delivery_id: Some("e-1".into()) };
+        let ended = Verdict::End {
+            job_id: "8b91f9a8-7975-4e60-916c-f0152ccbc937".into(),
+            delivery_id: Some("e-1".into()),
+            runner: None,
+        };
         for (case, value, accepted) in [
             ("one v1", format!("v1={good}"), true),
             ("rotated: old then new", format!("v1={bad},v1={good}"), true),

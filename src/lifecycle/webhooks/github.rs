@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use super::signature::hmac_sha256_matches;
 use super::{Verdict, header, parse};
+use crate::ci_api::RunnerFacts;
 use crate::lifecycle::Error;
 
 #[derive(Deserialize)]
@@ -17,6 +18,29 @@ struct Delivery {
 #[derive(Deserialize)]
 struct WorkflowJob {
     id: u64,
+    // Null while the job is queued.
+    #[serde(default)]
+    runner_id: Option<u64>,
+    #[serde(default)]
+    runner_name: Option<String>,
+    #[serde(default)]
+    runner_group_name: Option<String>,
+    #[serde(default)]
+    labels: Vec<String>,
+}
+
+impl WorkflowJob {
+    fn runner(self) -> Option<RunnerFacts> {
+        (self.runner_id.is_some() || self.runner_name.is_some()).then(|| {
+            RunnerFacts::bounded(
+                self.runner_id.map(|id| id.to_string()),
+                self.runner_name,
+                self.runner_group_name,
+                self.labels,
+                "webhook:github",
+            )
+        })
+    }
 }
 
 pub fn read(headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<Verdict, Error> {
@@ -29,11 +53,17 @@ pub fn read(headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<V
         return Ok(Verdict::Ignore(format!("event `{event}` is not workflow_job")));
     }
     let delivery: Delivery = parse(body)?;
-    if delivery.action != "completed" {
-        return Ok(Verdict::Ignore(format!("action `{}` does not end the job", delivery.action)));
+    let job_id = delivery.workflow_job.id.to_string();
+    match delivery.action.as_str() {
+        "completed" => Ok(Verdict::End {
+            job_id,
+            delivery_id: header(headers, "x-github-delivery").map(str::to_owned),
+            runner: delivery.workflow_job.runner(),
+        }),
+        "in_progress" => match delivery.workflow_job.runner() {
+            Some(runner) => Ok(Verdict::Started { job_id, runner }),
+            None => Ok(Verdict::Ignore("action `in_progress` names no runner".into())),
+        },
+        action => Ok(Verdict::Ignore(format!("action `{action}` does not end the job"))),
     }
-    Ok(Verdict::End {
-        job_id: delivery.workflow_job.id.to_string(),
-        delivery_id: header(headers, "x-github-delivery").map(str::to_owned),
-    })
 }

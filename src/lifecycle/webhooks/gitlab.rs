@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use super::signature::token_matches;
 use super::{Verdict, header, parse};
+use crate::ci_api::RunnerFacts;
 use crate::lifecycle::Error;
 
 /// Statuses after which a job runs no more.
@@ -15,6 +16,26 @@ const FINAL_STATUSES: &[&str] = &["success", "failed", "canceled", "skipped"];
 struct Delivery {
     build_id: u64,
     build_status: String,
+    // Null until a runner picks the job up.
+    #[serde(default)]
+    runner: Option<HookRunner>,
+}
+
+#[derive(Deserialize)]
+struct HookRunner {
+    id: u64,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    runner_type: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+impl HookRunner {
+    fn facts(self) -> RunnerFacts {
+        RunnerFacts::bounded(Some(self.id.to_string()), self.description, self.runner_type, self.tags, "webhook:gitlab")
+    }
 }
 
 pub fn read(headers: &HeaderMap, body: &[u8], token: &SecretString) -> Result<Verdict, Error> {
@@ -26,10 +47,20 @@ pub fn read(headers: &HeaderMap, body: &[u8], token: &SecretString) -> Result<Ve
         return Ok(Verdict::Ignore(format!("event `{event}` is not Job Hook")));
     }
     let delivery: Delivery = parse(body)?;
+    let job_id = delivery.build_id.to_string();
+    if delivery.build_status == "running"
+        && let Some(runner) = delivery.runner
+    {
+        return Ok(Verdict::Started { job_id, runner: runner.facts() });
+    }
     if !FINAL_STATUSES.contains(&delivery.build_status.as_str()) {
         return Ok(Verdict::Ignore(format!("status `{}` does not end the job", delivery.build_status)));
     }
     // GitLab repeats the idempotency key when it retries a delivery.
     let delivery_id = header(headers, "idempotency-key").or_else(|| header(headers, "x-gitlab-event-uuid"));
-    Ok(Verdict::End { job_id: delivery.build_id.to_string(), delivery_id: delivery_id.map(str::to_owned) })
+    Ok(Verdict::End {
+        job_id,
+        delivery_id: delivery_id.map(str::to_owned),
+        runner: delivery.runner.map(HookRunner::facts),
+    })
 }

@@ -17,6 +17,7 @@ use secrecy::SecretString;
 use serde::Deserialize;
 
 use super::Error;
+use crate::ci_api::RunnerFacts;
 
 /// Which CI system sent a webhook.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,7 +131,17 @@ fn secret_from_env(env: &str) -> Result<SecretString, String> {
 /// What a delivery asks for, once authenticated.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
-    End { job_id: String, delivery_id: Option<String> },
+    /// The job has ended; the delivery may also name the runner it ran on.
+    End {
+        job_id: String,
+        delivery_id: Option<String>,
+        runner: Option<RunnerFacts>,
+    },
+    /// The job has started on this runner: a fact to record, not an end.
+    Started {
+        job_id: String,
+        runner: RunnerFacts,
+    },
     Ignore(String),
 }
 
@@ -152,3 +163,7 @@ fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 fn parse<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, Error> {
     serde_json::from_slice(body).map_err(|e| Error::InvalidRequest(format!("the webhook body does not parse: {e}")))
 }
+
+#[cfg(test)]
+#[path = "runner_tests.rs"]
+mod runner_tests;

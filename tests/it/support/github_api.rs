@@ -2,6 +2,12 @@
 //! public key (signature, `iss`, lifetime), installations per account, installation tokens
 //! issued with their scope and kept, `DELETE /installation/token`, and one endpoint that answers
 //! only live tokens. It records every request so tests can assert what the broker asked.
+//!
+//! The jobs API: `GET /repos/{owner}/{repo}/installation` (App JWT) and
+//! `GET /repos/{owner}/{repo}/actions/jobs/{job_id}` (an installation token with `actions: read`
+//! whose repositories include the repository), answered per job as set with `set_job`. Jobs live
+//! in [`JOB_REPOSITORY`], as the fixtures' URLs say. Every answer carries GitHub's `x-ratelimit-*`
+//! headers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,18 +16,25 @@ use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use ci_creds::dev::SigningKey;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Value, json};
 
+use super::ci_api::{JobAnswer, OVERSIZED_BYTES, set_job_id};
+
 pub const APP_ID: &str = "312345";
 pub const INSTALLATION_ID: u64 = 52213407;
 pub const OWNER: &str = "octo-org";
 /// The repositories the installation can reach, by name and id.
 pub const REPOSITORIES: [(&str, u64); 3] = [("octo-repo", 74), ("app", 1296269), ("infra", 1296270)];
+/// The repository the workflow jobs run in (`repository` of github-token-claims.json, the URLs of
+/// github-api-job-*.json).
+pub const JOB_REPOSITORY: &str = "octo-repo";
+/// The `core` rate limit of an installation, per hour.
+pub const RATE_LIMIT: u64 = 5000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -40,12 +53,25 @@ pub struct Issued {
     pub alive: bool,
 }
 
+/// What an issued token may do, as GitHub scoped it.
+struct TokenScope {
+    permissions: serde_json::Map<String, Value>,
+    /// `None`: every repository of the installation.
+    repositories: Option<Vec<String>>,
+}
+
 #[derive(Default)]
 struct Shared {
     requests: Vec<(String, String)>,
     issued: Vec<Issued>,
     mode: Option<Mode>,
     serial: u64,
+    scopes: HashMap<String, TokenScope>,
+    jobs: HashMap<String, JobAnswer>,
+    job_calls: HashMap<String, usize>,
+    /// Requests counted against the `core` limit, and when it resets (unix seconds).
+    used: u64,
+    reset: i64,
 }
 
 pub struct GithubApi {
@@ -65,7 +91,8 @@ impl GithubApi {
     pub async fn start() -> Self {
         let key = SigningKey::generate_rs256().expect("RSA key");
         let public_key = DecodingKey::from_jwk(&serde_json::from_value(key.jwk().clone()).expect("JWK")).expect("key");
-        let shared = Arc::new(Mutex::new(Shared::default()));
+        let reset = time::OffsetDateTime::now_utc().unix_timestamp() + 3600;
+        let shared = Arc::new(Mutex::new(Shared { reset, ..Shared::default() }));
         let state = AppState { shared: shared.clone(), public_key: Arc::new(public_key) };
         let router = Router::new()
             .route("/app", get(app))
@@ -74,6 +101,9 @@ impl GithubApi {
             .route("/app/installations/{id}/access_tokens", post(access_token))
             .route("/installation/token", delete(revoke))
             .route("/installation/repositories", get(repositories))
+            .route("/repos/{owner}/{repo}/installation", get(repository_installation))
+            .route("/repos/{owner}/{repo}/actions/jobs/{job_id}", get(job))
+            .layer(axum::middleware::map_response_with_state(state.clone(), rate_limit_headers))
             .with_state(state);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("binds");
         let url = format!("http://{}", listener.local_addr().expect("address"));
@@ -94,11 +124,23 @@ impl GithubApi {
     pub fn requests(&self) -> Vec<(String, String)> {
         self.shared.lock().unwrap().requests.clone()
     }
+
+    /// How `GET /repos/{owner}/{repo}/actions/jobs/{job_id}` answers from now on, once the token
+    /// is accepted; a job never set is not found.
+    pub fn set_job(&self, job_id: &str, answer: JobAnswer) {
+        self.shared.lock().unwrap().jobs.insert(job_id.to_owned(), answer);
+    }
+
+    /// How many job calls named `job_id`, whatever they were answered (refusals included).
+    pub fn job_calls(&self, job_id: &str) -> usize {
+        self.shared.lock().unwrap().job_calls.get(job_id).copied().unwrap_or(0)
+    }
 }
 
 fn record(state: &AppState, method: &str, path: String) -> Option<Response> {
     let mut shared = state.shared.lock().unwrap();
     shared.requests.push((method.to_owned(), path));
+    shared.used += 1;
     match shared.mode.unwrap_or(Mode::Answer) {
         Mode::Answer => None,
         Mode::Down => {
@@ -186,16 +228,19 @@ async fn access_token(State(state): State<AppState>, Path(id): Path<u64>, header
     }
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let by_name: HashMap<&str, u64> = REPOSITORIES.into_iter().collect();
-    let names: Vec<&str> = match (&request["repositories"], &request["repository_ids"]) {
-        (Value::Array(names), _) => names.iter().filter_map(Value::as_str).collect(),
-        (_, Value::Array(ids)) => ids
-            .iter()
-            .filter_map(|id| {
-                REPOSITORIES.iter().find(|(_, known)| Some(*known) == id.as_u64()).map(|(n, _)| *n).or(Some("?"))
-            })
-            .collect(),
-        _ => REPOSITORIES.iter().map(|(name, _)| *name).collect(),
+    // Neither list, or an empty one, is the installation's every repository, as on GitHub.
+    let selected: Option<Vec<&str>> = match (&request["repositories"], &request["repository_ids"]) {
+        (Value::Array(names), _) if !names.is_empty() => Some(names.iter().filter_map(Value::as_str).collect()),
+        (_, Value::Array(ids)) if !ids.is_empty() => Some(
+            ids.iter()
+                .filter_map(|id| {
+                    REPOSITORIES.iter().find(|(_, known)| Some(*known) == id.as_u64()).map(|(n, _)| *n).or(Some("?"))
+                })
+                .collect(),
+        ),
+        _ => None,
     };
+    let names: Vec<&str> = selected.clone().unwrap_or_else(|| REPOSITORIES.iter().map(|(name, _)| *name).collect());
     if id != INSTALLATION_ID || names.iter().any(|name| !by_name.contains_key(name)) {
         let message =
             "There is at least one repository that does not exist or is not accessible to the parent installation.";
@@ -208,19 +253,38 @@ async fn access_token(State(state): State<AppState>, Path(id): Path<u64>, header
     // The stateless format GitHub is rolling out is longer than the classic 40 characters.
     let token = format!("ghs_{APP_ID}_{}{:08}", uuid::Uuid::new_v4().simple(), shared.serial);
     shared.issued.push(Issued { token: token.clone(), request: request.clone(), alive: true });
+    // Without `permissions`, the token has every permission of the installation.
+    let permissions = match &request["permissions"] {
+        Value::Object(asked) => asked.clone(),
+        _ => match crate::support::fixture("github-api-installation.json")["permissions"].take() {
+            Value::Object(granted) => granted,
+            _ => serde_json::Map::new(),
+        },
+    };
+    let scope = TokenScope {
+        permissions: permissions.clone(),
+        repositories: selected.as_ref().map(|names| names.iter().map(|name| (*name).to_owned()).collect()),
+    };
+    shared.scopes.insert(token.clone(), scope);
     let expires_at = (time::OffsetDateTime::now_utc() + time::Duration::hours(1))
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap();
-    let repositories: Vec<Value> = names
-        .iter()
-        .map(|name| json!({ "id": by_name[name], "name": name, "full_name": format!("{OWNER}/{name}"), "private": true }))
-        .collect();
-    (
-        StatusCode::CREATED,
-        Json(json!({ "token": token, "expires_at": expires_at, "permissions": request["permissions"],
-        "repository_selection": "selected", "repositories": repositories })),
-    )
-        .into_response()
+    let mut answer = json!({ "token": token, "expires_at": expires_at, "permissions": permissions });
+    match &selected {
+        Some(names) => {
+            let repositories: Vec<Value> = names
+                .iter()
+                .map(|name| {
+                    json!({ "id": by_name[name], "name": name, "full_name": format!("{OWNER}/{name}"), "private": true })
+                })
+                .collect();
+            answer["repository_selection"] = json!("selected");
+            answer["repositories"] = json!(repositories);
+        }
+        // The installation's own selection; GitHub lists no repositories then.
+        None => answer["repository_selection"] = json!("all"),
+    }
+    (StatusCode::CREATED, Json(answer)).into_response()
 }
 
 async fn revoke(State(state): State<AppState>, headers: HeaderMap) -> Response {
@@ -262,4 +326,172 @@ impl GithubApi {
             .expect("the stand-in answers");
         response.status() == 200
     }
+}
+
+fn not_found(documentation: &str) -> Response {
+    let body = json!({ "message": "Not Found", "documentation_url": documentation, "status": "404" });
+    (StatusCode::NOT_FOUND, Json(body)).into_response()
+}
+
+const INSTALLATION_DOCS: &str =
+    "https://docs.github.com/rest/apps/apps#get-a-repository-installation-for-the-authenticated-app";
+const JOB_DOCS: &str = "https://docs.github.com/rest/actions/workflow-jobs#get-a-job-for-a-workflow-run";
+
+/// `GET /repos/{owner}/{repo}/installation`: the installation, for a repository it covers.
+async fn repository_installation(
+    State(state): State<AppState>,
+    Path((owner, repo)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if let Some(answer) = record(&state, "GET", format!("/repos/{owner}/{repo}/installation")) {
+        return answer;
+    }
+    if let Some(refused) = app_refusal(&state, &headers) {
+        return refused;
+    }
+    // Owner and repository names are case-insensitive on GitHub.
+    let covered =
+        owner.eq_ignore_ascii_case(OWNER) && REPOSITORIES.iter().any(|(name, _)| name.eq_ignore_ascii_case(&repo));
+    if !covered {
+        return not_found(INSTALLATION_DOCS);
+    }
+    Json(crate::support::fixture("github-api-installation.json")).into_response()
+}
+
+/// `GET /repos/{owner}/{repo}/actions/jobs/{job_id}`: a live installation token that can see the
+/// repository (else 404, as GitHub answers for a private repository out of reach) and has
+/// `actions` read or write (else 403); then the job as set.
+async fn job(
+    State(state): State<AppState>,
+    Path((owner, repo, job_id)): Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    *state.shared.lock().unwrap().job_calls.entry(job_id.clone()).or_default() += 1;
+    if let Some(answer) = record(&state, "GET", format!("/repos/{owner}/{repo}/actions/jobs/{job_id}")) {
+        return answer;
+    }
+    let answer = {
+        let shared = state.shared.lock().unwrap();
+        let token = bearer(&headers).unwrap_or_default();
+        let scope = shared
+            .issued
+            .iter()
+            .any(|issued| issued.token == token && issued.alive)
+            .then(|| shared.scopes.get(token))
+            .flatten();
+        let Some(scope) = scope else {
+            let body = json!({ "message": "Bad credentials", "documentation_url": "https://docs.github.com/rest", "status": "401" });
+            return (StatusCode::UNAUTHORIZED, Json(body)).into_response();
+        };
+        let visible = owner.eq_ignore_ascii_case(OWNER)
+            && REPOSITORIES.iter().any(|(name, _)| name.eq_ignore_ascii_case(&repo))
+            && scope
+                .repositories
+                .as_ref()
+                .is_none_or(|names| names.iter().any(|name| name.eq_ignore_ascii_case(&repo)));
+        if !visible {
+            return not_found(JOB_DOCS);
+        }
+        if !matches!(scope.permissions.get("actions").and_then(Value::as_str), Some("read" | "write")) {
+            let body = json!({ "message": "Resource not accessible by integration", "documentation_url": JOB_DOCS,
+                "status": "403" });
+            return (StatusCode::FORBIDDEN, Json(body)).into_response();
+        }
+        if !repo.eq_ignore_ascii_case(JOB_REPOSITORY) {
+            return not_found(JOB_DOCS);
+        }
+        shared.jobs.get(&job_id).cloned().unwrap_or(JobAnswer::NotFound)
+    };
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    match answer {
+        JobAnswer::Status(status) => Json(job_body(status, &job_id)).into_response(),
+        JobAnswer::NotFound => not_found(JOB_DOCS),
+        JobAnswer::ServerError => {
+            (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({ "message": "Server Error" }))).into_response()
+        }
+        JobAnswer::Slow(delay) => {
+            tokio::time::sleep(delay).await;
+            Json(job_body("in_progress", &job_id)).into_response()
+        }
+        JobAnswer::TooManyRequests { retry_after_seconds } => {
+            let body = json!({ "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+                "documentation_url": "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+                "status": "429" });
+            (StatusCode::TOO_MANY_REQUESTS, [("retry-after", retry_after_seconds.to_string())], Json(body))
+                .into_response()
+        }
+        JobAnswer::Exhausted { reset_in_seconds } => {
+            let headers = [
+                ("x-ratelimit-remaining", "0".to_owned()),
+                ("x-ratelimit-used", RATE_LIMIT.to_string()),
+                ("x-ratelimit-reset", (now + reset_in_seconds as i64).to_string()),
+            ];
+            (headers, Json(job_body("in_progress", &job_id))).into_response()
+        }
+        JobAnswer::Malformed => {
+            let mut body = job_body("in_progress", &job_id);
+            body["status"] = json!(7);
+            Json(body).into_response()
+        }
+        JobAnswer::Oversized => {
+            // A job of many steps: each as GitHub lists them, about 200 bytes.
+            let mut body = job_body("in_progress", &job_id);
+            let step = body["steps"][0].clone();
+            let steps: Vec<Value> = (1..=OVERSIZED_BYTES / 160)
+                .map(|number| {
+                    let mut step = step.clone();
+                    step["number"] = json!(number);
+                    step
+                })
+                .collect();
+            body["steps"] = json!(steps);
+            Json(body).into_response()
+        }
+    }
+}
+
+/// The job fixture in `status`, `id` the job asked for: `completed` is github-api-job-completed.json
+/// (`conclusion: success`), anything else github-api-job-in-progress.json with `conclusion: null`
+/// (and, before a runner took it, no runner and no steps).
+fn job_body(status: &str, job_id: &str) -> Value {
+    let name = if status == "completed" { "github-api-job-completed.json" } else { "github-api-job-in-progress.json" };
+    let mut body = crate::support::fixture(name);
+    body["status"] = json!(status);
+    if status != "completed" {
+        body["conclusion"] = Value::Null;
+    }
+    if matches!(status, "queued" | "waiting" | "requested" | "pending") {
+        for field in ["runner_id", "runner_name", "runner_group_id", "runner_group_name", "started_at"] {
+            body[field] = Value::Null;
+        }
+        body["steps"] = json!([]);
+    }
+    set_job_id(&mut body, job_id, true);
+    body
+}
+
+/// GitHub's `core` rate-limit headers on every answer, where the answer did not set its own.
+async fn rate_limit_headers(State(state): State<AppState>, mut response: Response) -> Response {
+    let (used, reset) = {
+        let shared = state.shared.lock().unwrap();
+        (shared.used.min(RATE_LIMIT - 1), shared.reset)
+    };
+    let headers = response.headers_mut();
+    let remaining = match headers.get("x-ratelimit-remaining").and_then(|v| v.to_str().ok()?.parse::<u64>().ok()) {
+        Some(remaining) => remaining,
+        None => RATE_LIMIT - used,
+    };
+    let defaults = [
+        ("x-ratelimit-limit", RATE_LIMIT.to_string()),
+        ("x-ratelimit-remaining", remaining.to_string()),
+        ("x-ratelimit-used", (RATE_LIMIT - remaining).to_string()),
+        ("x-ratelimit-reset", reset.to_string()),
+        ("x-ratelimit-resource", "core".to_owned()),
+    ];
+    for (name, value) in defaults {
+        if !headers.contains_key(name) {
+            headers.insert(name, HeaderValue::from_str(&value).expect("a header value"));
+        }
+    }
+    response
 }

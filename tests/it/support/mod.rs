@@ -5,6 +5,7 @@
 pub mod aws_stack;
 pub mod bao;
 pub mod broker;
+pub mod ci_api;
 pub mod ci_job;
 pub mod github_api;
 pub mod moto;

@@ -36,6 +36,7 @@ pub fn lease(id: &str, job_id: &str, expires_at: i64) -> NewLeases {
         job_keep_until: expires_at + 3600,
         spends: None,
         leases: vec![NewLease { id: id.into(), role: "deploy".into(), backend: "vault".into(), expires_at }],
+        ci: Default::default(),
     }
 }
 

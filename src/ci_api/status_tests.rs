@@ -1,0 +1,115 @@
+use serde_json::{Value, json};
+
+use super::*;
+
+fn fixture(name: &str) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures").join(name);
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("fixture readable")).expect("fixture is JSON")
+}
+
+fn with(mut answer: Value, field: &str, value: Value) -> Vec<u8> {
+    answer[field] = value;
+    serde_json::to_vec(&answer).unwrap()
+}
+
+#[test]
+fn every_documented_status_maps_to_running_finished_or_unknown() {
+    use Liveness::*;
+    let github = fixture("github-api-job-in-progress.json");
+    let gitlab = fixture("gitlab-api-job-running.json");
+    let buildkite = fixture("buildkite-api-job.json");
+    let cases: &[(CiKind, &Value, &str, &[&str], Liveness)] = &[
+        (CiKind::Github, &github, "status", &["in_progress"], Running),
+        (CiKind::Github, &github, "status", &["completed"], Finished),
+        (CiKind::Github, &github, "status", &["queued", "waiting", "requested", "pending", "new"], Unknown),
+        (CiKind::Gitlab, &gitlab, "status", &["running"], Running),
+        (CiKind::Gitlab, &gitlab, "status", &["success", "failed", "canceled", "skipped"], Finished),
+        (CiKind::Gitlab, &gitlab, "status", &["created", "pending", "manual", "scheduled", "canceling"], Unknown),
+        (
+            CiKind::Buildkite,
+            &buildkite,
+            "state",
+            &["assigned", "accepted", "running", "canceling", "timing_out"],
+            Running,
+        ),
+        (
+            CiKind::Buildkite,
+            &buildkite,
+            "state",
+            &["passed", "failed", "canceled", "timed_out", "skipped", "broken", "expired", "finished"],
+            Finished,
+        ),
+        (CiKind::Buildkite, &buildkite, "state", &["scheduled", "waiting", "blocked", "limited"], Unknown),
+    ];
+    for (kind, answer, field, statuses, expected) in cases {
+        for status in *statuses {
+            let report = parse_answer(*kind, &with((*answer).clone(), field, json!(status))).unwrap();
+            assert_eq!(report.liveness, *expected, "{kind:?} {status}");
+            assert_eq!(report.status, *status);
+        }
+    }
+}
+
+#[test]
+fn the_documented_answers_name_their_runner() {
+    let github = parse_answer(CiKind::Github, &serde_json::to_vec(&fixture("github-api-job-completed.json")).unwrap());
+    let runner = github.unwrap().runner.unwrap();
+    assert_eq!(
+        (runner.id.as_deref(), runner.name.as_deref(), runner.group.as_deref()),
+        (Some("5"), Some("release-runner-5"), Some("release"))
+    );
+    assert_eq!(runner.labels, ["self-hosted", "linux", "release"]);
+    let gitlab = parse_answer(CiKind::Gitlab, &serde_json::to_vec(&fixture("gitlab-api-job-running.json")).unwrap());
+    let runner = gitlab.unwrap().runner.unwrap();
+    assert_eq!((runner.id.as_deref(), runner.name.as_deref()), (Some("1"), Some("release-runner-1")));
+    assert_eq!(runner.labels, ["linux", "release"]);
+    let buildkite = parse_answer(CiKind::Buildkite, &serde_json::to_vec(&fixture("buildkite-api-job.json")).unwrap());
+    let runner = buildkite.unwrap().runner.unwrap();
+    assert_eq!(runner.name.as_deref(), Some("acme-inc-linux-1"));
+    assert_eq!(runner.source, "ci_api");
+}
+
+#[test]
+fn a_queued_github_job_has_no_runner_yet() {
+    let mut answer = fixture("github-api-job-in-progress.json");
+    for field in ["runner_id", "runner_name", "runner_group_id", "runner_group_name"] {
+        answer[field] = Value::Null;
+    }
+    answer["status"] = json!("queued");
+    let report = parse_answer(CiKind::Github, &serde_json::to_vec(&answer).unwrap()).unwrap();
+    assert_eq!((report.liveness, report.runner), (Liveness::Unknown, None));
+}
+
+#[test]
+fn an_answer_of_the_wrong_shape_is_unreadable_never_a_status() {
+    let github = fixture("github-api-job-in-progress.json");
+    let unreadable: Vec<Vec<u8>> = vec![
+        with(github.clone(), "status", json!(7)),
+        with(github.clone(), "status", Value::Null),
+        with(github.clone(), "runner_id", json!("5")),
+        with(github.clone(), "labels", json!("self-hosted")),
+        b"".to_vec(),
+        b"<html>rate limited</html>".to_vec(),
+        b"[]".to_vec(),
+        b"{\"status\": \"completed\"".to_vec(),
+    ];
+    for body in unreadable {
+        let result = parse_answer(CiKind::Github, &body);
+        assert!(matches!(result, Err(Error::Malformed { .. })), "{}", String::from_utf8_lossy(&body));
+    }
+    let gitlab = fixture("gitlab-api-job-running.json");
+    assert!(parse_answer(CiKind::Gitlab, &with(gitlab, "runner", json!({"id": "1"}))).is_err());
+    let buildkite = fixture("buildkite-api-job.json");
+    assert!(parse_answer(CiKind::Buildkite, &with(buildkite, "state", json!(["running"]))).is_err());
+}
+
+#[test]
+fn hostile_runner_facts_are_cut_to_size_and_stripped_of_control_characters() {
+    let mut answer = fixture("github-api-job-in-progress.json");
+    answer["runner_name"] = json!(format!("evil\n\u{1b}[31m{}", "x".repeat(10_000)));
+    answer["labels"] = json!(vec!["l"; 1000]);
+    let runner = parse_answer(CiKind::Github, &serde_json::to_vec(&answer).unwrap()).unwrap().runner.unwrap();
+    let name = runner.name.unwrap();
+    assert!(name.starts_with("evil[31m") && name.chars().count() == MAX_FACT_CHARS, "{name:.20}");
+    assert_eq!(runner.labels.len(), MAX_LABELS);
+}
