@@ -1,11 +1,15 @@
 //! Where the CI's API answers for a job, taken from its verified token at exchange and kept in
 //! the store, so the reconciler can ask about a job long after its token is gone.
 
-use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::job::{CiKind, Job};
+
+/// Everything but letters, digits, `-`, `_` and `~` is escaped in a path segment: `/` so a value
+/// stays one segment, `.` so none is `..`.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'~');
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "ci", rename_all = "lowercase", deny_unknown_fields)]
@@ -66,7 +70,7 @@ impl JobLocator {
 
     /// The job status call's path below the API's URL, every segment escaped.
     pub fn path(&self) -> String {
-        let e = |segment: &str| utf8_percent_encode(segment, NON_ALPHANUMERIC).to_string();
+        let e = |segment: &str| utf8_percent_encode(segment, SEGMENT).to_string();
         match self {
             Self::Github { repository, job_id } => {
                 let (owner, name) = repository.split_once('/').unwrap_or((repository, ""));
@@ -109,7 +113,7 @@ mod tests {
     #[test]
     fn every_segment_of_the_path_is_escaped() {
         let github = JobLocator::of(&job(CiKind::Github, "octo-org/octo-repo", json!({}))).unwrap();
-        assert_eq!(github.path(), "/repos/octo%2Dorg/octo%2Drepo/actions/jobs/9%2F1");
+        assert_eq!(github.path(), "/repos/octo-org/octo-repo/actions/jobs/9%2F1");
         let gitlab = JobLocator::of(&job(CiKind::Gitlab, "g/p", json!({"job_project_id": "20"}))).unwrap();
         assert_eq!(gitlab.path(), "/projects/20/jobs/9%2F1");
         let claims = json!({"organization_slug": "acme", "pipeline_slug": "app/..", "build_number": 7});

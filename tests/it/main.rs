@@ -24,6 +24,7 @@ mod job_end_aws;
 mod job_end_circleci;
 mod job_end_durability;
 mod job_end_webhooks;
+mod job_liveness;
 mod limits;
 mod metrics_scrape;
 mod openapi_conformance;
