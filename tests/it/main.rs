@@ -23,6 +23,7 @@ mod identity_tokens;
 mod job_end_aws;
 mod job_end_circleci;
 mod job_end_durability;
+mod job_end_reconcile;
 mod job_end_webhooks;
 mod job_liveness;
 mod limits;

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use ci_creds::store::{EndOutcome, JobState, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken, Store, now};
+use ci_creds::store::{
+    EndOutcome, JobCiFacts, JobState, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken, Store, now, now_ms,
+};
 
 use crate::support::store::{Subject, handle, lease, postgres, sqlite};
 
@@ -36,6 +38,7 @@ on_every_store!(
     confirms_many_revocations_in_one_write,
     spends_a_token_with_its_leases_and_refuses_its_replay,
     a_job_ending_during_exchanges_leaves_no_active_lease,
+    hands_out_the_jobs_asked_longest_ago_once_and_never_an_ended_one,
 );
 
 async fn accepts_a_token_once_until_it_is_pruned_after_expiry(subject: Subject) {
@@ -244,4 +247,44 @@ async fn spends_a_token_with_its_leases_and_refuses_its_replay(subject: Subject)
     assert_eq!(store.begin_leases(replay).await.unwrap(), LeaseBegun::Replayed);
     assert!(store.leases_of_job("github", "43").await.unwrap().is_empty(), "a replay writes no lease");
     assert_eq!(store.count_jobs(JobState::Active).await.unwrap(), 1, "nor the replaying job");
+}
+
+async fn hands_out_the_jobs_asked_longest_ago_once_and_never_an_ended_one(subject: Subject) {
+    let store = subject.store;
+    let far = now() + 3600;
+    let base = now_ms() - 600_000;
+    // Jobs 1..=4 last asked 4, 3, 2 and 1 minutes after `base` (all long enough ago); job 5
+    // never asked; job 6 has no locator (its token gave none); job 7 ended by a webhook.
+    for (n, asked) in [(1, 240_000), (2, 180_000), (3, 120_000), (4, 60_000), (5, 0), (6, 0), (7, 0)] {
+        let locator = (n != 6).then(|| format!("{{\"ci\":\"github\",\"repository\":\"o/r\",\"job_id\":\"{n}\"}}"));
+        let ci = JobCiFacts { locator, asked_at_ms: if asked == 0 { 0 } else { base + asked }, runner: None };
+        let begun = store.begin_leases(NewLeases { ci, ..lease(&format!("l{n}"), &n.to_string(), far) }).await.unwrap();
+        assert_eq!(begun, LeaseBegun::Begun);
+    }
+    store.end_job("github", "7", "webhook:github", None, far).await.unwrap();
+    let claim = |limit| {
+        let store = store.clone();
+        async move {
+            let claimed = store.claim_jobs_to_ask("github", now_ms() - 60_000, limit, 60_000).await.unwrap();
+            let mut ids: Vec<String> = claimed.into_iter().map(|job| job.job_id).collect();
+            ids.sort();
+            ids
+        }
+    };
+    assert_eq!(claim(3).await, ["3", "4", "5"], "never asked first, then those asked longest ago");
+    assert_eq!(claim(10).await, ["1", "2"], "claimed jobs are not handed out twice; ended and unlocatable ones never");
+
+    store.record_asked("github", "5", now_ms(), Some(r#"{"id":"9","source":"ci_api"}"#)).await.unwrap();
+    store.release_ask_claim("github", "1").await.unwrap();
+    assert_eq!(claim(10).await, ["1"], "a released claim is due again; a job just asked is not");
+    let jobs = store.jobs(10).await.unwrap();
+    let runner = jobs.iter().find(|job| job.job_id == "5").and_then(|job| job.runner.clone());
+    assert_eq!(runner, Some(serde_json::json!({"id": "9", "source": "ci_api"})));
+
+    store.record_webhook_runner("github", "5", r#"{"id":"1","source":"webhook:github"}"#, far).await.unwrap();
+    store.record_webhook_runner("github", "99", r#"{"id":"1","source":"webhook:github"}"#, far).await.unwrap();
+    let jobs = store.jobs(10).await.unwrap();
+    let runner_of = |id: &str| jobs.iter().find(|job| job.job_id == id).and_then(|job| job.runner.clone());
+    assert_eq!(runner_of("5").unwrap()["source"], "ci_api", "the CI API's facts are kept over a webhook's");
+    assert_eq!(runner_of("99").unwrap()["source"], "webhook:github", "a start event before any exchange is kept");
 }

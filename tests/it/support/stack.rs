@@ -141,8 +141,13 @@ impl Stack {
 
     /// A stack on `postgres` whose broker's config also has `config`.
     pub async fn start_on_with_config(postgres: &Postgres, config: &str) -> Self {
+        Self::start_on_with(postgres, config, Vec::new()).await
+    }
+
+    /// A stack on `postgres` whose broker's config also has `config`, and `env`.
+    pub async fn start_on_with(postgres: &Postgres, config: &str, env: Vec<(&'static str, String)>) -> Self {
         postgres.create_database("ci_creds").await;
-        Self::start_with_store(Some(postgres.url_without_password("ci_creds")), config, "", Vec::new()).await
+        Self::start_with_store(Some(postgres.url_without_password("ci_creds")), config, "", env).await
     }
 
     /// Another broker on the same config and store: a second replica.
@@ -171,7 +176,7 @@ impl Stack {
         extra_roles: &str,
         env: Vec<(&'static str, String)>,
     ) -> Self {
-        let extra_config = format!("{EXTRA_CONFIG}\n{config}");
+        let extra_config = merge_lifecycle(EXTRA_CONFIG, config);
         // `roles:` is POLICY's last key, so more list items extend it.
         let policy = format!("{POLICY}{extra_roles}");
         let bao = Bao::start().await;
@@ -238,4 +243,23 @@ impl Stack {
         let store = self.store().await;
         store.leases_of_job(issuer, job_id).await.expect("leases readable")
     }
+}
+
+/// `base` followed by `config`, where the keys of a `[lifecycle]` table in `config` join the
+/// one `base` has (TOML refuses a table defined twice).
+fn merge_lifecycle(base: &str, config: &str) -> String {
+    let mut lifecycle = Vec::new();
+    let mut rest = Vec::new();
+    let mut in_lifecycle = false;
+    for line in config.lines() {
+        if line.trim_start().starts_with('[') {
+            in_lifecycle = line.trim() == "[lifecycle]";
+            if in_lifecycle {
+                continue;
+            }
+        }
+        if in_lifecycle { lifecycle.push(line) } else { rest.push(line) }
+    }
+    let base = base.replacen("[lifecycle]\n", &format!("[lifecycle]\n{}\n", lifecycle.join("\n")), 1);
+    format!("{base}\n{}", rest.join("\n"))
 }
