@@ -9,6 +9,11 @@ const GOOD_ISSUER: &str =
 const HEAD: &str = "listen = \"127.0.0.1:0\"\naudience = \"https://ci-creds.example\"\npolicy_dir = \"policy\"\n[store]\nurl = \"sqlite://ci-creds.db\"\n";
 const POLICY: &str = "roles:\n  - name: r\n    backend: vault\n    max_ttl: 5m\n    vault: { policies: [p] }\n    allow:\n      - issuer: github\n";
 
+/// A `[ci_api.<issuer>]` table with `keys`.
+fn ci_api(issuer: &str, keys: &str) -> String {
+    format!("[ci_api.{issuer}]\napi_url = \"https://api.github.com\"\n{keys}\n")
+}
+
 /// Runs `serve` on `config` (and `policy` as policy/roles.yaml); returns exit success and stderr.
 fn serve(config: &str, policy: &str) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
@@ -54,6 +59,56 @@ fn names_the_bad_key() {
         ),
         ("not sqlite", format!("{}{GOOD_ISSUER}{vault}", HEAD.replace("sqlite://", "mysql://")), "store.url"),
         ("vault role without [vault]", format!("{HEAD}{GOOD_ISSUER}"), "[vault]"),
+        (
+            "CI API of no issuer",
+            format!("{HEAD}{GOOD_ISSUER}{vault}{}", ci_api("gitlab", "token_env = \"T\"")),
+            "ci_api.gitlab",
+        ),
+        (
+            "CI API of a CircleCI issuer",
+            format!(
+                "{HEAD}{}{vault}{}",
+                GOOD_ISSUER.replace("kind = \"github\"", "kind = \"circleci\""),
+                ci_api("github", "token_env = \"T\"")
+            ),
+            "ci_api.github",
+        ),
+        (
+            "CI API with an App and a token",
+            format!(
+                "{HEAD}{GOOD_ISSUER}{vault}{}",
+                ci_api("github", "app_id = \"1\"\nprivate_key_env = \"K\"\ntoken_env = \"T\"")
+            ),
+            "ci_api.github.token_env",
+        ),
+        (
+            "CI API with no credential",
+            format!("{HEAD}{GOOD_ISSUER}{vault}{}", ci_api("github", "")),
+            "ci_api.github.token_env",
+        ),
+        (
+            "CI API App id not numeric",
+            format!("{HEAD}{GOOD_ISSUER}{vault}{}", ci_api("github", "app_id = \"my-app\"\nprivate_key_env = \"K\"")),
+            "ci_api.github.app_id",
+        ),
+        (
+            "CI API token unset",
+            format!("{HEAD}{GOOD_ISSUER}{vault}{}", ci_api("github", "token_env = \"UNSET_CI_API_TOKEN\"")),
+            "ci_api.github.token_env",
+        ),
+        (
+            "CI API on plain http",
+            format!(
+                "{HEAD}{GOOD_ISSUER}{vault}{}",
+                ci_api("github", "token_env = \"T\"").replace("https://api.github.com", "http://api.github.com")
+            ),
+            "ci_api.github.api_url",
+        ),
+        (
+            "CI API zero budget",
+            format!("{HEAD}{GOOD_ISSUER}{vault}{}", ci_api("github", "token_env = \"T\"\nmax_calls_per_minute = 0")),
+            "ci_api.github.max_calls_per_minute",
+        ),
     ];
     for (what, config, key) in cases {
         let (ok, stderr) = serve(&config, POLICY);

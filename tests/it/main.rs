@@ -32,6 +32,7 @@ mod openapi_conformance;
 mod policy_cli;
 mod policy_schema;
 mod replicas;
+mod runner_facts;
 mod store_group_commit;
 mod store_schema;
 mod store_suite;
