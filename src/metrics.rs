@@ -139,7 +139,7 @@ fn describe() {
     );
     describe_counter!(
         "ci_creds_ci_api_calls_total",
-        "Calls to a CI's API by issuer, during (exchange, reconcile) and answer (running, finished, unknown, error)."
+        "Questions to a CI's API by issuer, during (exchange, reconcile) and answer (running, finished, unknown, error; skipped: not sent, the budget spent or the CI asking for a pause)."
     );
     describe_histogram!("ci_creds_ci_api_request_duration_seconds", Unit::Seconds, "CI API call latency by issuer.");
     describe_counter!(
@@ -230,12 +230,28 @@ pub fn job_ended(source: &'static str) {
     counter!("ci_creds_jobs_ended_total", "source" => source).increment(1);
 }
 
-/// One call to a CI's API: `answer` is running, finished, unknown (a status that settles
-/// neither) or error (no readable answer); `during` is exchange or reconcile.
-pub fn ci_api_call(issuer: &str, during: &'static str, answer: &'static str, elapsed: Duration) {
-    counter!("ci_creds_ci_api_calls_total", "issuer" => issuer.to_owned(), "during" => during, "answer" => answer)
+/// One question to a CI's API, `during` exchange or reconcile: answered running, finished or
+/// unknown (a status that settles neither), error (no readable answer), or skipped (not sent:
+/// the budget was spent or the CI asked for a pause). Only calls sent are timed.
+#[cfg(feature = "server")]
+pub fn ci_api_call(
+    issuer: &str,
+    during: &'static str,
+    answer: &Result<crate::ci_api::JobReport, crate::ci_api::Error>,
+    elapsed: Duration,
+) {
+    use crate::ci_api::Error;
+    let label = match answer {
+        Ok(report) => report.liveness.as_str(),
+        Err(Error::Paused { .. } | Error::OverBudget { .. }) => "skipped",
+        Err(_) => "error",
+    };
+    counter!("ci_creds_ci_api_calls_total", "issuer" => issuer.to_owned(), "during" => during, "answer" => label)
         .increment(1);
-    histogram!("ci_creds_ci_api_request_duration_seconds", "issuer" => issuer.to_owned()).record(elapsed.as_secs_f64());
+    if label != "skipped" {
+        histogram!("ci_creds_ci_api_request_duration_seconds", "issuer" => issuer.to_owned())
+            .record(elapsed.as_secs_f64());
+    }
 }
 
 /// An exchange allowed although the CI's API could not say whether the job runs.

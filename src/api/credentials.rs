@@ -123,7 +123,7 @@ fn expose_json<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> R
         (status = 408, description = "`request_timeout`: the request did not arrive in full within `limits.request_timeout`", body = ErrorResponse),
         (status = 413, description = "`payload_too_large`", body = ErrorResponse),
         (status = 502, description = "`backend_refused`: the backend refused the broker (misconfiguration)", body = ErrorResponse),
-        (status = 503, description = "`backend_unavailable`, `issuer_unavailable`, `store_unavailable`; `overloaded`, with `Retry-After`", body = ErrorResponse),
+        (status = 503, description = "`backend_unavailable`, `issuer_unavailable`, `store_unavailable`, `ci_unavailable` (the CI's API could not confirm the job runs, with `on_unavailable = \"refuse\"`); `overloaded`, with `Retry-After`", body = ErrorResponse),
     ))]
 pub async fn create(
     State(broker): State<Arc<Broker>>,

@@ -30,6 +30,9 @@ pub enum ErrorCode {
     IssuerUnavailable,
     StoreUnavailable,
     NotReady,
+    CiUnavailable,
+    Overloaded,
+    RequestTimeout,
 }
 
 /// One refused role and the caller's own failing conditions.
@@ -62,6 +65,8 @@ pub struct JobEndBody {
 pub enum AckStatus {
     Ignored,
     DuplicateDelivery,
+    /// A start event: the runner it names is recorded for the job, which goes on.
+    RunnerRecorded,
 }
 
 /// A delivery acknowledged without ending a job.
@@ -71,6 +76,9 @@ pub struct WebhookAck {
     /// Why it was ignored.
     #[schema(nullable = false)]
     pub reason: Option<String>,
+    /// The job whose runner was recorded.
+    #[schema(nullable = false)]
+    pub job_id: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]

@@ -39,8 +39,7 @@ impl Broker {
         };
         let started = Instant::now();
         let answer = api.ask(&locator).await;
-        let label = answer.as_ref().map_or("error", |report| report.liveness.as_str());
-        crate::metrics::ci_api_call(&job.issuer, "exchange", label, started.elapsed());
+        crate::metrics::ci_api_call(&job.issuer, "exchange", &answer, started.elapsed());
         let report = match answer {
             Ok(report) => report,
             Err(error) => return self.liveness_unknown(api.on_unavailable, job, &error.to_string(), checked),

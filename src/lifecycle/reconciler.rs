@@ -79,7 +79,10 @@ impl Broker {
             return Ok(Round::default());
         }
         let round_started = now_ms();
-        let asked_before = round_started - millis(self.lifecycle.reconcile_after);
+        // Half an interval of slack: rounds tick on a monotonic clock and are compared on the
+        // wall clock, so a round a millisecond early must not skip a job asked a round ago.
+        let slack = millis(self.lifecycle.reconcile_interval) / 2;
+        let asked_before = round_started - millis(self.lifecycle.reconcile_after) + slack;
         let claim = millis(self.lifecycle.claim_timeout);
         let jobs = self.store.claim_jobs_to_ask(&api.issuer, asked_before + 1, i64::from(limit), claim).await?;
         let outcomes: Vec<Result<Outcome, store::Error>> = futures_util::stream::iter(jobs)
@@ -114,8 +117,7 @@ impl Broker {
         };
         let started = Instant::now();
         let answer = api.ask(&locator).await;
-        let label = answer.as_ref().map_or("error", |report| report.liveness.as_str());
-        crate::metrics::ci_api_call(issuer, "reconcile", label, started.elapsed());
+        crate::metrics::ci_api_call(issuer, "reconcile", &answer, started.elapsed());
         match answer {
             Ok(report) if report.liveness == Liveness::Finished => {
                 tracing::warn!(
