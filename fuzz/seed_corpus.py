@@ -308,9 +308,25 @@ def answers():
     write("client_answer", "not-json-0", b"\0<html>502 Bad Gateway</html>")
 
 
+def ci_answers():
+    """The CI APIs' documented job answers, in each state the broker tells apart."""
+    for selector, name, field, states in [
+        (0, "github-api-job-in-progress.json", "status", ["in_progress", "completed", "queued"]),
+        (1, "gitlab-api-job-running.json", "status", ["running", "success", "pending"]),
+        (2, "buildkite-api-job.json", "state", ["running", "passed", "scheduled"]),
+    ]:
+        answer = fixture(name)
+        for state in states:
+            write("ci_answer", f"{name.split('-')[0]}-{state}", bytes([selector]) + compact(dict(answer, **{field: state})))
+    write("ci_answer", "github-completed-fixture", bytes([0]) + compact(fixture("github-api-job-completed.json")))
+    write("ci_answer", "gitlab-success-fixture", bytes([1]) + compact(fixture("gitlab-api-job-success.json")))
+    write("ci_answer", "not-json", b"\0<html>502 Bad Gateway</html>")
+
+
 tokens()
 webhooks()
 credentials_requests()
 policies()
 configs()
 answers()
+ci_answers()
