@@ -7,3 +7,11 @@ ALTER TABLE jobs ADD COLUMN ask_claimed_until BIGINT NOT NULL DEFAULT 0;
 -- job start or completion webhook.
 ALTER TABLE jobs ADD COLUMN runner TEXT;
 CREATE INDEX jobs_reconcile ON jobs (state, issuer, last_asked_at);
+-- Each issuer's CI API call budget, shared by every replica: milli-calls left when last
+-- refilled (unix ms), and until when the CI asked for no calls (unix ms).
+CREATE TABLE ci_api_budgets (
+    issuer       TEXT   PRIMARY KEY,
+    calls_milli  BIGINT NOT NULL,
+    refilled_at  BIGINT NOT NULL,
+    paused_until BIGINT NOT NULL DEFAULT 0
+);

@@ -1,5 +1,5 @@
-//! One CI API per configured issuer: how to authenticate, where to ask, and the budget every
-//! call of it (at exchanges and by the reconciler) is taken from.
+//! One CI API per configured issuer: how to authenticate and where to ask. The budget every call
+//! is taken from (at exchanges and by the reconciler) is kept in the store, shared by replicas.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
-use super::budget::{Budget, Refusal};
 use super::config::{CiApiConfig, CiApisConfig, OnUnavailable};
 use super::github::AppTokens;
 use super::http::{self, Auth};
@@ -27,7 +26,6 @@ pub struct CiApi {
     pub kind: CiKind,
     pub check_running: bool,
     pub on_unavailable: OnUnavailable,
-    pub budget: Budget,
     /// Calls a minute, as configured or by default.
     pub calls_per_minute: u32,
     api_url: String,
@@ -47,17 +45,32 @@ pub fn default_calls_per_minute(kind: CiKind) -> u32 {
     }
 }
 
+/// One question's answer, and the pause the CI's rate-limit headers asked for with it.
+pub struct Asked {
+    /// Every error means "unknown".
+    pub report: Result<JobReport, Error>,
+    pub pause: Option<Duration>,
+}
+
 impl CiApi {
-    /// Asks about one job, taking a call from the budget. Every error means "unknown".
-    pub async fn ask(&self, locator: &JobLocator) -> Result<JobReport, Error> {
+    /// Asks about one job; the call must have been taken from the issuer's budget.
+    pub async fn ask(&self, locator: &JobLocator) -> Asked {
+        let mut pause = None;
+        let report = self.ask_for(locator, &mut pause).await;
+        if let Some(pause) = pause {
+            tracing::warn!(issuer = %self.issuer, seconds = pause.as_secs(), "CI API rate limit reached; pausing calls");
+        }
+        Asked { report, pause }
+    }
+
+    pub fn api_name(&self) -> &'static str {
+        api_name(self.kind)
+    }
+
+    async fn ask_for(&self, locator: &JobLocator, pause: &mut Option<Duration>) -> Result<JobReport, Error> {
         let api = api_name(self.kind);
         if locator.kind() != self.kind {
             return Err(Error::NoLocator { api, reason: "the job was recorded for another CI" });
-        }
-        match self.budget.take() {
-            Ok(()) => {}
-            Err(Refusal::Paused(left)) => return Err(Error::Paused { api, seconds: left.as_secs().max(1) }),
-            Err(Refusal::Spent) => return Err(Error::OverBudget { api }),
         }
         let url = format!("{}{}", self.api_url, locator.path());
         let answer = match &self.credentials {
@@ -78,15 +91,12 @@ impl CiApi {
         let answer = match answer {
             Ok(answer) => answer,
             Err(Error::Paused { seconds, .. }) => {
-                self.budget.pause(Duration::from_secs(seconds));
+                *pause = Some(Duration::from_secs(seconds));
                 return Err(Error::Paused { api, seconds });
             }
             Err(error) => return Err(error),
         };
-        if let Some(pause) = answer.pause {
-            tracing::warn!(issuer = %self.issuer, seconds = pause.as_secs(), "CI API rate limit reached; pausing calls");
-            self.budget.pause(pause);
-        }
+        *pause = answer.pause;
         match answer.status {
             200 => parse_answer(self.kind, &answer.body),
             status => Err(Error::Status { api, status }),
@@ -153,7 +163,6 @@ fn build(name: &str, kind: CiKind, table: &CiApiConfig) -> Result<CiApi, Error> 
         kind,
         check_running: table.check_running,
         on_unavailable: table.on_unavailable,
-        budget: Budget::new(calls_per_minute),
         calls_per_minute,
         api_url,
         credentials,

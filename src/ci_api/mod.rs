@@ -7,8 +7,6 @@
 //! callers treat as "unknown": never as "ended", never as "running".
 
 #[cfg(feature = "server")]
-mod budget;
-#[cfg(feature = "server")]
 mod client;
 pub mod config;
 #[cfg(feature = "server")]
@@ -19,9 +17,7 @@ mod locator;
 mod status;
 
 #[cfg(feature = "server")]
-pub use budget::Budget;
-#[cfg(feature = "server")]
-pub use client::{CiApi, CiApis};
+pub use client::{Asked, CiApi, CiApis};
 pub use config::{CiApiConfig, CiApisConfig, OnUnavailable};
 pub use locator::JobLocator;
 pub use status::{JobReport, Liveness, RunnerFacts, parse_answer};

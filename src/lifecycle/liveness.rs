@@ -2,7 +2,7 @@
 //! Running carries on; finished ends the job as a completion webhook would and refuses; unknown
 //! is allowed or refused as the issuer's `on_unavailable` says.
 
-use std::time::Instant;
+use std::time::Duration;
 
 use super::{Broker, EndedBy, Error};
 use crate::ci_api::{JobLocator, Liveness, OnUnavailable};
@@ -37,9 +37,14 @@ impl Broker {
             Ok(locator) => locator,
             Err(reason) => return self.liveness_unknown(api.on_unavailable, job, reason, checked),
         };
-        let started = Instant::now();
-        let answer = api.ask(&locator).await;
-        crate::metrics::ci_api_call(&job.issuer, "exchange", &answer, started.elapsed());
+        let answer = match self.take_ci_calls(api, 1, 0).await? {
+            Ok(_) => self.ask_ci(api, &locator, "exchange").await.report,
+            Err(skipped) => {
+                let skipped = Err(skipped);
+                crate::metrics::ci_api_call(&job.issuer, "exchange", &skipped, Duration::ZERO);
+                skipped
+            }
+        };
         let report = match answer {
             Ok(report) => report,
             Err(error) => return self.liveness_unknown(api.on_unavailable, job, &error.to_string(), checked),

@@ -2,6 +2,8 @@
 //! (webhooks, self-revoke), the durable revocation queue and the expiry sweeper.
 
 #[cfg(feature = "server")]
+mod ci_calls;
+#[cfg(feature = "server")]
 mod exchange;
 #[cfg(feature = "server")]
 mod jobs;

@@ -3,13 +3,14 @@
 //! the CI reports finished is ended by the same durable path as a webhook; such an end points to
 //! a webhook that is missing or failing, so it is logged at `warn`.
 //!
-//! Budget: a round asks at most what the issuer's call budget holds (a fifth of a minute's calls
-//! kept back for exchanges when they check), at most once per job, those asked longest ago
-//! first. A rate-limit pause or a spent budget ends the issuer's round; the jobs not asked keep
-//! their place for the next.
+//! Budget: a round asks at most what the issuer's call budget holds (shared by replicas, in the
+//! store; a fifth of a minute's calls kept back for exchanges when they check), at most once per
+//! job, those asked longest ago first. A rate-limit pause ends the issuer's round; the jobs not
+//! asked keep their place for the next.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 
@@ -74,19 +75,27 @@ impl Broker {
 
     async fn reconcile_issuer(&self, api: &CiApi) -> Result<Round, store::Error> {
         let reserve = if api.check_running { api.calls_per_minute / 5 } else { 0 };
-        let limit = api.budget.available().saturating_sub(reserve);
-        if limit == 0 {
+        let per_minute = i64::from(api.calls_per_minute);
+        let Ok(limit) = self.take_ci_calls(api, per_minute, i64::from(reserve)).await? else {
             return Ok(Round::default());
-        }
+        };
         let round_started = now_ms();
         // Half an interval of slack: rounds tick on a monotonic clock and are compared on the
         // wall clock, so a round a millisecond early must not skip a job asked a round ago.
         let slack = millis(self.lifecycle.reconcile_interval) / 2;
         let asked_before = round_started - millis(self.lifecycle.reconcile_after) + slack;
         let claim = millis(self.lifecycle.claim_timeout);
-        let jobs = self.store.claim_jobs_to_ask(&api.issuer, asked_before + 1, i64::from(limit), claim).await?;
+        let jobs = match self.store.claim_jobs_to_ask(&api.issuer, asked_before + 1, limit, claim).await {
+            Ok(jobs) => jobs,
+            Err(error) => {
+                self.store.give_back_ci_api_calls(&api.issuer, limit, per_minute).await?;
+                return Err(error);
+            }
+        };
+        self.store.give_back_ci_api_calls(&api.issuer, limit - jobs.len() as i64, per_minute).await?;
+        let paused = AtomicBool::new(false);
         let outcomes: Vec<Result<Outcome, store::Error>> = futures_util::stream::iter(jobs)
-            .map(|job| self.ask_about(api, job, round_started))
+            .map(|job| self.ask_about(api, job, round_started, &paused))
             .buffer_unordered(CONCURRENT_CALLS)
             .collect()
             .await;
@@ -108,17 +117,28 @@ impl Broker {
         Ok(round)
     }
 
-    async fn ask_about(&self, api: &CiApi, job: JobToAsk, round_started: i64) -> Result<Outcome, store::Error> {
+    async fn ask_about(
+        &self,
+        api: &CiApi,
+        job: JobToAsk,
+        round_started: i64,
+        paused: &AtomicBool,
+    ) -> Result<Outcome, store::Error> {
         let issuer = api.issuer.as_str();
+        if paused.load(Ordering::Relaxed) {
+            self.store.release_ask_claim(issuer, &job.job_id).await?;
+            return Ok(Outcome::Deferred);
+        }
         let Some(locator) = JobLocator::from_json(&job.locator) else {
             tracing::warn!(%issuer, job_id = %job.job_id, "the job's recorded CI API locator is unreadable");
             self.store.record_asked(issuer, &job.job_id, round_started, None).await?;
             return Ok(Outcome::Unknown);
         };
-        let started = Instant::now();
-        let answer = api.ask(&locator).await;
-        crate::metrics::ci_api_call(issuer, "reconcile", &answer, started.elapsed());
-        match answer {
+        let asked = self.ask_ci(api, &locator, "reconcile").await;
+        if asked.paused {
+            paused.store(true, Ordering::Relaxed);
+        }
+        match asked.report {
             Ok(report) if report.liveness == Liveness::Finished => {
                 tracing::warn!(
                     %issuer, job_id = %job.job_id, status = %report.status,

@@ -8,6 +8,8 @@
 
 #[cfg(feature = "server")]
 mod asking;
+#[cfg(feature = "server")]
+mod ci_api_budget;
 mod config;
 #[cfg(feature = "server")]
 mod connect;
@@ -34,6 +36,8 @@ mod writer;
 
 #[cfg(feature = "server")]
 pub use asking::JobToAsk;
+#[cfg(feature = "server")]
+pub use ci_api_budget::CallsTaken;
 pub use config::{StoreConfig, StoreKind};
 #[cfg(feature = "server")]
 pub use group_commit::GroupCommitStats;

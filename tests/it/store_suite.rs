@@ -39,6 +39,7 @@ on_every_store!(
     spends_a_token_with_its_leases_and_refuses_its_replay,
     a_job_ending_during_exchanges_leaves_no_active_lease,
     hands_out_the_jobs_asked_longest_ago_once_and_never_an_ended_one,
+    shares_one_ci_api_budget_between_replicas,
 );
 
 async fn accepts_a_token_once_until_it_is_pruned_after_expiry(subject: Subject) {
@@ -287,4 +288,25 @@ async fn hands_out_the_jobs_asked_longest_ago_once_and_never_an_ended_one(subjec
     let runner_of = |id: &str| jobs.iter().find(|job| job.job_id == id).and_then(|job| job.runner.clone());
     assert_eq!(runner_of("5").unwrap()["source"], "ci_api", "the CI API's facts are kept over a webhook's");
     assert_eq!(runner_of("99").unwrap()["source"], "webhook:github", "a start event before any exchange is kept");
+}
+
+async fn shares_one_ci_api_budget_between_replicas(subject: Subject) {
+    let a = subject.store;
+    let b = Store::connect(&subject.url).await.unwrap();
+    let granted = |taken: ci_creds::store::CallsTaken| taken.granted;
+    assert_eq!(granted(a.take_ci_api_calls("github", 6, 0, 10).await.unwrap()), 6, "a full minute's budget");
+    assert_eq!(granted(b.take_ci_api_calls("github", 10, 2, 10).await.unwrap()), 2, "what is left, less `keep`");
+    assert_eq!(granted(a.take_ci_api_calls("github", 1, 2, 10).await.unwrap()), 0, "spent for both replicas");
+    assert_eq!(granted(b.take_ci_api_calls("gitlab", 3, 0, 600).await.unwrap()), 3, "another issuer's own budget");
+    b.give_back_ci_api_calls("github", 3, 10).await.unwrap();
+    assert_eq!(
+        granted(a.take_ci_api_calls("github", 10, 0, 10).await.unwrap()),
+        5,
+        "given back, not beyond the refill"
+    );
+
+    b.pause_ci_api("github", now_ms() + 60_000).await.unwrap();
+    a.pause_ci_api("github", now_ms() + 1_000).await.unwrap();
+    let taken = a.take_ci_api_calls("github", 1, 0, 10).await.unwrap();
+    assert!(taken.granted == 0 && taken.paused_ms > 30_000, "the longer pause holds: {taken:?}");
 }
