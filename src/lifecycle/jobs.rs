@@ -79,6 +79,13 @@ impl Broker {
                 tracing::info!(%issuer, %job_id, ended_by = %by, "duplicate webhook delivery ignored");
                 Ok(None)
             }
+            EndOutcome::AlreadyEnded { revoking } => {
+                tracing::info!(%issuer, %job_id, ended_by = %by, revoking, "job had already ended");
+                if revoking > 0 {
+                    self.revocations.wake();
+                }
+                Ok(Some(JobEnd { job_id: job_id.to_owned(), revoked: revoking }))
+            }
             EndOutcome::Ended { revoking } => {
                 tracing::info!(%issuer, %job_id, ended_by = %by, revoking, "job ended");
                 crate::metrics::job_ended(ended_by.source());

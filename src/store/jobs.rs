@@ -44,6 +44,9 @@ pub enum EndOutcome {
     Duplicate,
     /// The job is ended; this many of its leases were queued for revocation now.
     Ended { revoking: u64 },
+    /// The job had ended before (by another source or delivery); this many leases were queued
+    /// now (a credential minted while it ended).
+    AlreadyEnded { revoking: u64 },
 }
 
 impl Store {
@@ -77,6 +80,11 @@ impl Store {
                 return Ok(EndOutcome::Duplicate);
             }
         }
+        let before: Option<String> = sqlx::query_scalar("SELECT state FROM jobs WHERE issuer = $1 AND job_id = $2")
+            .bind(issuer)
+            .bind(job_id)
+            .fetch_optional(&mut *tx)
+            .await?;
         sqlx::query(
             "INSERT INTO jobs (issuer, job_id, state, ended_by, ended_at, first_seen_at, keep_until)
              VALUES ($1, $2, 'ended', $3, $4, $5, $6)
@@ -106,7 +114,10 @@ impl Store {
         .await?
         .rows_affected();
         tx.commit().await?;
-        Ok(EndOutcome::Ended { revoking })
+        Ok(match before.as_deref() {
+            Some("ended") => EndOutcome::AlreadyEnded { revoking },
+            _ => EndOutcome::Ended { revoking },
+        })
     }
 
     pub async fn count_jobs(&self, state: JobState) -> Result<i64, Error> {

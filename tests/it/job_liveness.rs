@@ -79,9 +79,11 @@ async fn a_job_the_ci_reports_finished_is_ended_and_gets_nothing() {
     let jobs: Value = serde_json::from_str(&jobs).unwrap();
     let job = jobs.as_array().unwrap().iter().find(|job| job["job_id"] == "7002").cloned().unwrap();
     assert_eq!((&job["state"], &job["ended_by"]), (&json!("ended"), &json!("ci_api:exchange")));
+    let (status, _) = stack.broker.exchange(&job_token(&stack, "7002"), &roles()).await;
+    assert_eq!(status, 409, "a fresh token of the ended job");
     let ended: Vec<Value> =
         stack.broker.audit_events().into_iter().filter(|event| event["event"] == "job.ended").collect();
-    assert_eq!(ended[0]["source"], "exchange_check");
+    assert_eq!((ended.len(), &ended[0]["source"]), (1, &json!("exchange_check")), "ended once, not at every token");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -114,6 +114,11 @@ async fn applies_a_webhook_delivery_once(subject: Subject) {
         EndOutcome::Ended { .. }
     ));
     assert_eq!(store.end_job("github", "42", "webhook:github", delivery, far).await.unwrap(), EndOutcome::Duplicate);
+    assert_eq!(
+        store.end_job("github", "42", "self", None, far).await.unwrap(),
+        EndOutcome::AlreadyEnded { revoking: 0 },
+        "another source's end of an ended job"
+    );
 }
 
 async fn expires_and_prunes_what_has_run_out(subject: Subject) {
