@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Load benchmark: the broker's exchange (POST /v1/credentials) against OpenBao's own JWT login for
-# an equivalent role, and against OpenBao's raw token create with the body the broker sends (the
-# backend's ceiling). Everything runs on 127.0.0.1; each target gets a fresh OpenBao dev server, a
-# warm-up, then a measured wrk run at the same concurrency and duration. Token create runs first:
-# the broker makes one per exchange, so its rate sizes the token sets. Prints a table and writes
-# it to OUT/summary.txt (default benches/load/out).
+# an equivalent role, configured two ways (`openbao-jwt-login`: with claim_mappings that put the
+# job's metadata on the token, as the broker does; `openbao-jwt-login-bare`: the same bounds,
+# policy and TTLs without them), and against OpenBao's raw token create with the body the broker
+# sends (the backend's ceiling). Everything runs on 127.0.0.1; each target gets a fresh OpenBao
+# dev server, a warm-up, then a measured wrk run at the same concurrency and duration. Token
+# create runs first: the broker makes one per exchange, so its rate sizes the token sets. Prints a
+# table and writes it to OUT/summary.txt (default benches/load/out).
 #
 #   benches/load/run.sh [--duration 20s] [--concurrency 32] [--threads 2] [--warmup 3s]
 #                       [--tokens N] [--layout shared|split] [--out DIR]
@@ -34,7 +36,7 @@ while [ $# -gt 0 ]; do
     --tokens) TOKENS=$2 ;;
     --layout) LAYOUT=$2 ;;
     --out) OUT=$2 ;;
-    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
   shift 2
@@ -75,6 +77,7 @@ fi
 # --- processes -------------------------------------------------------------------------------
 AUDIENCE=https://ci-creds.example
 ROLE=bench
+ROLE_BARE=bench-bare
 ROOT_TOKEN=bench-root-token
 BAO_PID='' ISSUER_PID='' BROKER_PID='' SAMPLER_PID=''
 WORK=$(mktemp -d)
@@ -144,9 +147,10 @@ wait_for "the dev issuer" "$ISSUER_URL/.well-known/openid-configuration"
 # A fresh OpenBao dev server, configured for the broker (policy, a kv secret) and with JWT auth
 # whose role `bench` (jwt-role.json) grants what the broker's role does: issuer (discovery),
 # audience, repository and ref bound; exactly bench-read; 15 minutes; the broker's metadata
-# through claim_mappings (issuer is the URL there, the issuer's name at the broker). What JWT auth
-# cannot match: its tokens are renewable (up to the same explicit max TTL), and a login looks up
-# the identity entity of the token's `sub`.
+# through claim_mappings (issuer is the URL there, the issuer's name at the broker). Role
+# `bench-bare` (jwt-role-bare.json) is the same without claim_mappings: its tokens carry no job
+# metadata. What JWT auth cannot match: its tokens are renewable (up to the same explicit max
+# TTL), and a login looks up the identity entity of the token's `sub`.
 fresh_bao() { # NAME: its log's name
   stop "$BAO_PID"
   "${ON_BAO_CPUS[@]}" bao server -dev -dev-no-store-token -dev-root-token-id="$ROOT_TOKEN" \
@@ -159,6 +163,7 @@ fresh_bao() { # NAME: its log's name
   bao write auth/jwt/config oidc_discovery_url="$ISSUER_URL" bound_issuer="$ISSUER_URL" \
     jwt_supported_algs=RS256 >/dev/null
   render "$HERE/jwt-role.json" | bao write "auth/jwt/role/$ROLE" - >/dev/null
+  render "$HERE/jwt-role-bare.json" | bao write "auth/jwt/role/$ROLE_BARE" - >/dev/null
 }
 
 start_broker() {
@@ -180,13 +185,15 @@ json() { # EXPR FILE: a Python expression over the JSON document `d` in FILE
   python3 -c 'import json, sys; d = json.load(open(sys.argv[2])); print(eval(sys.argv[1]))' "$1" "$2"
 }
 
-# --- correctness, once: both sides grant a working token with exactly the expected policy -----
-check_token() { # WHAT TOKEN JOB_ID: OpenBao's lookup shows bench-read only and the job's metadata
+# --- correctness, once: every target grants a working token with exactly the expected policy -
+# WHAT TOKEN JOB_ID: OpenBao's lookup shows bench-read only and the job's metadata. With JOB_ID
+# `-` (a bare role, no claim_mappings), bench-read only and no job_id in the metadata.
+check_token() {
   bao token lookup -format=json "$2" >"$WORK/lookup.json"
-  local seen
-  seen=$(json '" ".join(d["data"]["policies"]) + " job_id=" + (d["data"]["meta"] or {}).get("job_id", "")' "$WORK/lookup.json")
-  if [ "$seen" != "bench-read job_id=$3" ]; then
-    echo "$1: the token's lookup shows \`$seen\`, expected \`bench-read job_id=$3\`" >&2
+  local seen expected="bench-read job_id=$3"
+  seen=$(json '" ".join(d["data"]["policies"]) + " job_id=" + (d["data"]["meta"] or {}).get("job_id", "-")' "$WORK/lookup.json")
+  if [ "$seen" != "$expected" ]; then
+    echo "$1: the token's lookup shows \`$seen\`, expected \`$expected\`" >&2
     exit 1
   fi
   BAO_TOKEN=$2 bao kv get -mount=secret -field=value bench/config >/dev/null
@@ -204,6 +211,8 @@ code=$(curl -sS -o "$WORK/exchange.json" -w '%{http_code}' -X POST "$BROKER_URL/
 check_token broker "$(json 'd["credentials"][0]["vault"]["token"]' "$WORK/exchange.json")" verify-0
 bao write -format=json "auth/jwt/login" role="$ROLE" jwt="$(sed -n 2p "$WORK/verify.tokens")" >"$WORK/login.json"
 check_token openbao-jwt-login "$(json 'd["auth"]["client_token"]' "$WORK/login.json")" verify-1
+bao write -format=json "auth/jwt/login" role="$ROLE_BARE" jwt="$(sed -n 2p "$WORK/verify.tokens")" >"$WORK/login-bare.json"
+check_token openbao-jwt-login-bare "$(json 'd["auth"]["client_token"]' "$WORK/login-bare.json")" -
 sed 's/{n}/verify-2/' "$HERE/token-create.json" >"$WORK/create-body.json"
 code=$(curl -sS -o "$WORK/create.json" -w '%{http_code}' -X POST "$BAO_ADDR/v1/auth/token/create" \
   -H "X-Vault-Token: $ROOT_TOKEN" --data-binary @"$WORK/create-body.json")
@@ -283,9 +292,12 @@ stop "$SAMPLER_PID" "$BROKER_PID"
 SAMPLER_PID='' BROKER_PID=''
 END_RSS_KB=$(tail -n 1 "$WORK/rss")
 
-# OpenBao's own JWT login: it has no replay check, so it may reuse the broker's tokens.
+# OpenBao's own JWT login, with claim_mappings then bare, each on a fresh OpenBao: it has no
+# replay check, so it may reuse the broker's tokens.
 fresh_bao jwt-login
 measure openbao-jwt-login "$BAO_ADDR" jwt "$WORK/warmup.tokens" "$WORK/bench.tokens" "$ROLE"
+fresh_bao jwt-login-bare
+measure openbao-jwt-login-bare "$BAO_ADDR" jwt "$WORK/warmup.tokens" "$WORK/bench.tokens" "$ROLE_BARE"
 stop "$BAO_PID"
 BAO_PID=''
 
