@@ -3,7 +3,10 @@ use serde_json::{Value, json};
 use super::*;
 
 fn fixture(name: &str) -> Value {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures").join(name);
+    let dir = std::env::var_os("CI_CREDS_FIXTURES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+    let path = dir.join(name);
     serde_json::from_str(&std::fs::read_to_string(&path).expect("fixture readable")).expect("fixture is JSON")
 }
 
