@@ -20,6 +20,7 @@ mod status;
 pub use client::{Asked, CiApi, CiApis};
 pub use config::{CiApiConfig, CiApisConfig, OnUnavailable};
 pub use locator::JobLocator;
+pub(crate) use status::GithubRunner;
 pub use status::{JobReport, Liveness, RunnerFacts, parse_answer};
 
 use thiserror::Error;

@@ -98,10 +98,10 @@ fn fact(value: impl ToString) -> String {
     value.to_string().chars().filter(|c| !c.is_control()).take(MAX_FACT_CHARS).collect()
 }
 
-/// `GET /repos/{owner}/{repo}/actions/jobs/{job_id}` (API version 2022-11-28).
+/// The runner fields GitHub puts on a job, in the jobs API and in `workflow_job` webhooks alike;
+/// null while the job is queued.
 #[derive(Deserialize)]
-struct GithubJob {
-    status: String,
+pub(crate) struct GithubRunner {
     #[serde(default)]
     runner_id: Option<u64>,
     #[serde(default)]
@@ -112,6 +112,29 @@ struct GithubJob {
     labels: Vec<String>,
 }
 
+impl GithubRunner {
+    /// The facts, told by `source`; none while no runner has the job.
+    pub(crate) fn facts(self, source: &str) -> Option<RunnerFacts> {
+        (self.runner_id.is_some() || self.runner_name.is_some()).then(|| {
+            RunnerFacts::bounded(
+                self.runner_id.map(|id| id.to_string()),
+                self.runner_name,
+                self.runner_group_name,
+                self.labels,
+                source,
+            )
+        })
+    }
+}
+
+/// `GET /repos/{owner}/{repo}/actions/jobs/{job_id}` (API version 2022-11-28).
+#[derive(Deserialize)]
+struct GithubJob {
+    status: String,
+    #[serde(flatten)]
+    runner: GithubRunner,
+}
+
 impl GithubJob {
     fn report(self) -> JobReport {
         let liveness = match self.status.as_str() {
@@ -120,17 +143,7 @@ impl GithubJob {
             "completed" => Liveness::Finished,
             _ => Liveness::Unknown,
         };
-        // A queued job has no runner yet (`runner_*` null).
-        let runner = (self.runner_id.is_some() || self.runner_name.is_some()).then(|| {
-            RunnerFacts::bounded(
-                self.runner_id.map(|id| id.to_string()),
-                self.runner_name,
-                self.runner_group_name,
-                self.labels,
-                "ci_api",
-            )
-        });
-        JobReport { liveness, status: fact(self.status), runner }
+        JobReport { liveness, status: fact(self.status), runner: self.runner.facts("ci_api") }
     }
 }
 

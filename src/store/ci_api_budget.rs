@@ -31,20 +31,22 @@ impl Store {
         for _ in 0..TRIES {
             let now = now_ms();
             let mut writer = self.writer().await?;
-            sqlx::query(
-                "INSERT INTO ci_api_budgets (issuer, calls_milli, refilled_at, paused_until) VALUES ($1, $2, $3, 0)
-                 ON CONFLICT (issuer) DO NOTHING",
-            )
-            .bind(issuer)
-            .bind(full)
-            .bind(now)
-            .execute(&mut *writer)
-            .await?;
-            let row =
-                sqlx::query("SELECT calls_milli, refilled_at, paused_until FROM ci_api_budgets WHERE issuer = $1")
-                    .bind(issuer)
-                    .fetch_one(&mut *writer)
-                    .await?;
+            let read = "SELECT calls_milli, refilled_at, paused_until FROM ci_api_budgets WHERE issuer = $1";
+            let mut row = sqlx::query(read).bind(issuer).fetch_optional(&mut *writer).await?;
+            if row.is_none() {
+                // The issuer's first call: a full budget, unless another replica wrote one first.
+                sqlx::query(
+                    "INSERT INTO ci_api_budgets (issuer, calls_milli, refilled_at, paused_until) VALUES ($1, $2, $3, 0)
+                     ON CONFLICT (issuer) DO NOTHING",
+                )
+                .bind(issuer)
+                .bind(full)
+                .bind(now)
+                .execute(&mut *writer)
+                .await?;
+                row = sqlx::query(read).bind(issuer).fetch_optional(&mut *writer).await?;
+            }
+            let Some(row) = row else { return Err(Error::Corrupt(format!("no CI API budget row for `{issuer}`"))) };
             let (calls, refilled_at, paused_until): (i64, i64, i64) =
                 (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
             if paused_until > now {

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::signature::hmac_sha256_matches;
 use super::{Verdict, header, parse};
-use crate::ci_api::RunnerFacts;
+use crate::ci_api::GithubRunner;
 use crate::lifecycle::Error;
 
 #[derive(Deserialize)]
@@ -18,29 +18,8 @@ struct Delivery {
 #[derive(Deserialize)]
 struct WorkflowJob {
     id: u64,
-    // Null while the job is queued.
-    #[serde(default)]
-    runner_id: Option<u64>,
-    #[serde(default)]
-    runner_name: Option<String>,
-    #[serde(default)]
-    runner_group_name: Option<String>,
-    #[serde(default)]
-    labels: Vec<String>,
-}
-
-impl WorkflowJob {
-    fn runner(self) -> Option<RunnerFacts> {
-        (self.runner_id.is_some() || self.runner_name.is_some()).then(|| {
-            RunnerFacts::bounded(
-                self.runner_id.map(|id| id.to_string()),
-                self.runner_name,
-                self.runner_group_name,
-                self.labels,
-                "webhook:github",
-            )
-        })
-    }
+    #[serde(flatten)]
+    runner: GithubRunner,
 }
 
 pub fn read(headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<Verdict, Error> {
@@ -58,9 +37,9 @@ pub fn read(headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<V
         "completed" => Ok(Verdict::End {
             job_id,
             delivery_id: header(headers, "x-github-delivery").map(str::to_owned),
-            runner: delivery.workflow_job.runner(),
+            runner: delivery.workflow_job.runner.facts("webhook:github"),
         }),
-        "in_progress" => match delivery.workflow_job.runner() {
+        "in_progress" => match delivery.workflow_job.runner.facts("webhook:github") {
             Some(runner) => Ok(Verdict::Started { job_id, runner }),
             None => Ok(Verdict::Ignore("action `in_progress` names no runner".into())),
         },
