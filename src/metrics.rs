@@ -157,6 +157,14 @@ fn describe() {
     );
     describe_gauge!("ci_creds_requests_in_flight", "Requests holding an in-flight slot now.");
     describe_counter!(
+        "ci_creds_runner_records_dropped_total",
+        "Judged jobs left out of the fleet report because their records queued faster than the store took them."
+    );
+    describe_counter!(
+        "ci_creds_runner_reuse_total",
+        "Exchanges refused `runner_reused`: a single-use tier's job on a runner that served another job, by issuer and tier."
+    );
+    describe_counter!(
         "ci_creds_requests_overloaded_total",
         "Requests answered 503 `overloaded` because every in-flight slot was taken."
     );
@@ -252,6 +260,16 @@ pub fn ci_api_call(
         histogram!("ci_creds_ci_api_request_duration_seconds", "issuer" => issuer.to_owned())
             .record(elapsed.as_secs_f64());
     }
+}
+
+/// A single-use tier's job refused because its runner served another job; `tier` is a policy name.
+pub fn runner_reused(issuer: &str, tier: &str) {
+    counter!("ci_creds_runner_reuse_total", "issuer" => issuer.to_owned(), "tier" => tier.to_owned()).increment(1);
+}
+
+/// A judged job left out of the fleet report: its records queued faster than the store took them.
+pub fn runner_jobs_dropped() {
+    counter!("ci_creds_runner_records_dropped_total").increment(1);
 }
 
 /// An exchange allowed although the CI's API could not say whether the job runs.

@@ -71,6 +71,7 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
     if !audit.enabled() {
         tracing::warn!("no [audit] file or stdout configured: decisions are not recorded in an audit trail");
     }
+    let runner_jobs = crate::lifecycle::RunnerJobs::start(store.clone(), config.lifecycle.runner_retention);
     Ok(Broker {
         verifier,
         policy,
@@ -82,6 +83,7 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
         audit,
         ci_apis,
         running: crate::lifecycle::running_cache(),
+        runner_jobs,
     })
 }
 

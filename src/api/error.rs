@@ -79,6 +79,8 @@ impl ApiError {
                 L::Replayed => (StatusCode::CONFLICT, "token_replayed"),
                 L::JobEnded => (StatusCode::CONFLICT, "job_ended"),
                 L::CiUnavailable => (StatusCode::SERVICE_UNAVAILABLE, "ci_unavailable"),
+                L::RunnerReused { .. } => (StatusCode::FORBIDDEN, "runner_reused"),
+                L::RunnerUnknown { .. } => (StatusCode::FORBIDDEN, "runner_unknown"),
                 L::InvalidSignature => (StatusCode::UNAUTHORIZED, "invalid_signature"),
                 L::WebhookNotConfigured(_) => (StatusCode::NOT_FOUND, "not_found"),
                 L::Backend(backends::Error::Refused { .. }) => (StatusCode::BAD_GATEWAY, "backend_refused"),

@@ -77,6 +77,10 @@ pub enum Event<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         denied: Option<&'a [RoleDenial]>,
     },
+    /// A single-use tier's runner seen serving a second job: that job is refused, and no job
+    /// on the runner gets a single-use tier's credentials while its record lasts.
+    #[serde(rename = "runner.reused")]
+    RunnerReused { job: JobIdentity<'a>, runner_key: &'a str, first_job_id: &'a str, tier: &'a str },
     #[serde(rename = "credential.minted")]
     CredentialMinted {
         token_sha256: &'a str,
@@ -135,6 +139,7 @@ impl Event<'_> {
         match self {
             Self::ExchangeGranted { .. } => "exchange.granted",
             Self::ExchangeRefused { .. } => "exchange.refused",
+            Self::RunnerReused { .. } => "runner.reused",
             Self::CredentialMinted { .. } => "credential.minted",
             Self::JobEnded { .. } => "job.ended",
             Self::RevocationConfirmed { .. } => "revocation.confirmed",

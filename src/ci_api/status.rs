@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Error;
-use crate::job::CiKind;
+use crate::job::{CiKind, FactSource, Runner, Sourced};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -26,7 +26,7 @@ impl Liveness {
     }
 }
 
-/// The runner a job ran on, as one source told it.
+/// The runner a job ran on, as one source told it: how the store keeps it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunnerFacts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -37,26 +37,46 @@ pub struct RunnerFacts {
     pub group: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<String>,
-    /// `ci_api`, or the webhook it came from (`webhook:github`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manager: Option<String>,
+    /// `ci_api`, or the webhook it came from (`webhook:github`). Kept last: the store tells the
+    /// API's facts by how their JSON ends.
     pub source: String,
 }
 
 impl RunnerFacts {
     /// Facts cut to size, control characters dropped: a hostile answer or delivery cannot grow
     /// a record or forge a log line.
-    pub fn bounded(
-        id: Option<String>,
-        name: Option<String>,
-        group: Option<String>,
-        labels: Vec<String>,
-        source: &str,
-    ) -> Self {
+    pub fn bounded(self) -> Self {
         Self {
-            id: id.map(fact),
-            name: name.map(fact),
-            group: group.map(fact),
-            labels: labels.into_iter().take(MAX_LABELS).map(fact).collect(),
-            source: fact(source),
+            id: self.id.map(fact),
+            name: self.name.map(fact),
+            group: self.group.map(fact),
+            labels: self.labels.into_iter().take(MAX_LABELS).map(fact).collect(),
+            queue: self.queue.map(fact),
+            runner_type: self.runner_type.map(fact),
+            manager: self.manager.map(fact),
+            source: fact(self.source),
+        }
+    }
+
+    /// The facts as a job's runner, each tagged with this report's source.
+    pub fn to_runner(&self) -> Runner {
+        let source = if self.source == "ci_api" { FactSource::CiApi } else { FactSource::Webhook };
+        let told = |value: &Option<String>| value.clone().map(|v| Sourced::new(v, source));
+        Runner {
+            id: told(&self.id),
+            name: told(&self.name),
+            group: told(&self.group),
+            labels: (!self.labels.is_empty()).then(|| Sourced::new(self.labels.clone(), source)),
+            queue: told(&self.queue),
+            runner_type: told(&self.runner_type),
+            manager: told(&self.manager),
+            unavailable: None,
         }
     }
 }
@@ -116,13 +136,15 @@ impl GithubRunner {
     /// The facts, told by `source`; none while no runner has the job.
     pub(crate) fn facts(self, source: &str) -> Option<RunnerFacts> {
         (self.runner_id.is_some() || self.runner_name.is_some()).then(|| {
-            RunnerFacts::bounded(
-                self.runner_id.map(|id| id.to_string()),
-                self.runner_name,
-                self.runner_group_name,
-                self.labels,
-                source,
-            )
+            RunnerFacts {
+                id: self.runner_id.map(|id| id.to_string()),
+                name: self.runner_name,
+                group: self.runner_group_name,
+                labels: self.labels,
+                source: source.to_owned(),
+                ..RunnerFacts::default()
+            }
+            .bounded()
         })
     }
 }
@@ -155,6 +177,14 @@ struct GitlabJob {
     runner: Option<GitlabRunner>,
     #[serde(default)]
     tag_list: Vec<String>,
+    #[serde(default)]
+    runner_manager: Option<GitlabRunnerManager>,
+}
+
+/// The host that ran the job, one of the many a runner configuration may have.
+#[derive(Deserialize)]
+struct GitlabRunnerManager {
+    system_id: String,
 }
 
 #[derive(Deserialize)]
@@ -173,9 +203,18 @@ impl GitlabJob {
             "success" | "failed" | "canceled" | "skipped" => Liveness::Finished,
             _ => Liveness::Unknown,
         };
-        let tags = self.tag_list;
+        let (tags, manager) = (self.tag_list, self.runner_manager.map(|m| m.system_id));
         let runner = self.runner.map(|runner| {
-            RunnerFacts::bounded(Some(runner.id.to_string()), runner.description, runner.runner_type, tags, "ci_api")
+            RunnerFacts {
+                id: Some(runner.id.to_string()),
+                name: runner.description,
+                labels: tags,
+                runner_type: runner.runner_type,
+                manager,
+                source: "ci_api".to_owned(),
+                ..RunnerFacts::default()
+            }
+            .bounded()
         });
         JobReport { liveness, status: fact(self.status), runner }
     }
@@ -187,6 +226,11 @@ struct BuildkiteJob {
     state: String,
     #[serde(default)]
     agent: Option<BuildkiteAgent>,
+    /// The job's targeting rules, such as `queue=default`.
+    #[serde(default)]
+    agent_query_rules: Vec<String>,
+    #[serde(default)]
+    cluster_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -205,8 +249,19 @@ impl BuildkiteJob {
             }
             _ => Liveness::Unknown,
         };
-        let runner =
-            self.agent.map(|agent| RunnerFacts::bounded(Some(agent.id), agent.name, None, Vec::new(), "ci_api"));
+        let queue = self.agent_query_rules.iter().find_map(|rule| rule.strip_prefix("queue=")).map(str::to_owned);
+        let group = self.cluster_id;
+        let runner = self.agent.map(|agent| {
+            RunnerFacts {
+                id: Some(agent.id),
+                name: agent.name,
+                group,
+                queue,
+                source: "ci_api".to_owned(),
+                ..RunnerFacts::default()
+            }
+            .bounded()
+        });
         JobReport { liveness, status: fact(self.state), runner }
     }
 }

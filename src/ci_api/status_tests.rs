@@ -66,9 +66,17 @@ fn the_documented_answers_name_their_runner() {
     let runner = gitlab.unwrap().runner.unwrap();
     assert_eq!((runner.id.as_deref(), runner.name.as_deref()), (Some("1"), Some("release-runner-1")));
     assert_eq!(runner.labels, ["linux", "release"]);
+    assert_eq!(
+        (runner.runner_type.as_deref(), runner.manager.as_deref(), runner.group.as_deref()),
+        (Some("project_type"), Some("s_7c3b2a1f9e04"), None)
+    );
     let buildkite = parse_answer(CiKind::Buildkite, &serde_json::to_vec(&fixture("buildkite-api-job.json")).unwrap());
     let runner = buildkite.unwrap().runner.unwrap();
     assert_eq!(runner.name.as_deref(), Some("acme-inc-linux-1"));
+    assert_eq!(
+        (runner.queue.as_deref(), runner.group.as_deref()),
+        (Some("default"), Some("0184990a-0c1d-4e2f-8a9b-1c2d3e4f5a6b"))
+    );
     assert_eq!(runner.source, "ci_api");
 }
 

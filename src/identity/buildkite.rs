@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::Error;
 use super::claims::{decode, required};
-use crate::job::{CiKind, Job};
+use crate::job::{CiKind, FactSource, Job, Runner, Sourced};
 
 #[derive(Deserialize)]
 struct Claims {
@@ -20,6 +20,9 @@ struct Claims {
     build_source: Option<String>,
     agent_id: Option<String>,
     runner_environment: Option<String>,
+    /// Optional claims, present when the job asked for them (`oidc request-token --claim`).
+    cluster_name: Option<String>,
+    queue_key: Option<String>,
 }
 
 pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
@@ -40,7 +43,30 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
         ref_type: ref_type.map(str::to_owned),
         event: c.build_source,
         runner_environment: c.runner_environment,
-        runner_id: c.agent_id,
+        runner: Runner {
+            id: token_fact(c.agent_id),
+            group: token_fact(c.cluster_name),
+            queue: token_fact(c.queue_key),
+            labels: agent_tags(claims).map(|tags| Sourced::new(tags, FactSource::Token)),
+            ..Runner::default()
+        },
         ..Job::new(issuer, required(c.job_id, "job_id")?, format!("{organization}/{pipeline}"))
     })
 }
+
+fn token_fact(value: Option<String>) -> Option<Sourced<String>> {
+    value.map(|v| Sourced::new(v, FactSource::Token))
+}
+
+/// `agent_tag:NAME` claims as `NAME=VALUE`, the form Buildkite gives agent tags in elsewhere;
+/// `None` when the job asked for none.
+fn agent_tags(claims: &Value) -> Option<Vec<String>> {
+    let tags: Vec<String> = claims
+        .as_object()?
+        .iter()
+        .filter_map(|(key, value)| Some(format!("{}={}", key.strip_prefix(AGENT_TAG_CLAIM)?, value.as_str()?)))
+        .collect();
+    (!tags.is_empty()).then_some(tags)
+}
+
+const AGENT_TAG_CLAIM: &str = "agent_tag:";

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::Error;
 use super::claims::{decode, full_ref, required, string_bool};
-use crate::job::{CiKind, DangerousTrigger, Job};
+use crate::job::{CiKind, DangerousTrigger, FactSource, Job, Runner, Sourced};
 
 #[derive(Deserialize)]
 struct Claims {
@@ -52,7 +52,10 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
         event: c.pipeline_source,
         workflow_ref: c.ci_config_ref_uri,
         runner_environment: c.runner_environment,
-        runner_id: c.runner_id.map(|id| id.to_string()),
+        runner: Runner {
+            id: c.runner_id.map(|id| Sourced::new(id.to_string(), FactSource::Token)),
+            ..Runner::default()
+        },
         dangerous_trigger,
         ..Job::new(issuer, required(c.job_id, "job_id")?, repository)
     })

@@ -53,14 +53,22 @@ impl Broker {
             Ok(()) => self.verifier.verify(token).await.map_err(Error::from),
             Err(error) => Err(error),
         };
-        let job = match verified {
+        let mut job = match verified {
             Ok(job) => job,
             Err(error) => {
                 self.audit_refusal(&token_sha256, None, &request.roles, &error);
                 return Attempt { repository: None, result: Err(error) };
             }
         };
-        let result = self.exchange_verified(&job, &token_sha256, &request).await;
+        let result = self.exchange_verified(&mut job, &token_sha256, &request).await;
+        match &result {
+            Ok((issued, _)) => self.record_runner_job(&job, issued.len(), false),
+            // Refusals before the decision (a replay, an ended job) say nothing of the runner.
+            Err(Error::Denied(_) | Error::RunnerReused { .. } | Error::RunnerUnknown { .. }) => {
+                self.record_runner_job(&job, 0, true)
+            }
+            Err(_) => {}
+        }
         match &result {
             Ok((issued, ci_liveness)) => self.audit.record(&Event::ExchangeGranted {
                 token_sha256: &token_sha256,
@@ -93,10 +101,15 @@ impl Broker {
 
     async fn exchange_verified(
         &self,
-        job: &Job,
+        job: &mut Job,
         token_sha256: &str,
         request: &ExchangeRequest,
     ) -> Result<(Vec<IssuedCredential>, Option<&'static str>), Error> {
+        // Runner facts the token lacks are sought before deciding, with the liveness check's call.
+        let early = match self.policy.wants_runner_facts(job, &request.roles) {
+            true => Some(self.check_running(job, Some(&request.roles)).await?),
+            false => None,
+        };
         let roles = match self.policy.decide(job, &request.roles) {
             Decision::Granted(roles) => roles,
             Decision::Denied(denials) => {
@@ -104,7 +117,12 @@ impl Broker {
                 return Err(Error::Denied(denials));
             }
         };
-        let checked = self.check_running(job).await?;
+        let checked = match early {
+            Some(checked) => checked,
+            None => self.check_running(job, None).await?,
+        };
+        let checked = self.settle_liveness(job, checked)?;
+        self.claim_single_use(job).await?;
         let planned = self.begin_leases(job, &roles, request.ttl, checked.facts).await?;
         let mut issued = Vec::with_capacity(roles.len());
         for (n, (role, lease)) in roles.iter().zip(&planned).enumerate() {

@@ -1,11 +1,13 @@
-//! At an exchange: asking the CI's API whether the job still runs, before any lease is written.
+//! At an exchange: asking the CI's API whether the job still runs, before any lease is written,
+//! and which runner it runs on when policy needs a fact its token lacks. One answer serves both.
 //! Running carries on; finished ends the job as a completion webhook would and refuses; unknown
-//! is allowed or refused as the issuer's `on_unavailable` says.
+//! is allowed or refused as the issuer's `on_unavailable` says, once the policy has granted.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Broker, EndedBy, Error};
-use crate::ci_api::{JobLocator, Liveness, OnUnavailable};
+use crate::ci_api::{JobLocator, Liveness, OnUnavailable, RunnerFacts};
 use crate::job::Job;
 use crate::store::{JobCiFacts, now_ms};
 
@@ -15,46 +17,73 @@ pub(super) struct Checked {
     pub facts: JobCiFacts,
     /// `running` or `unknown`; `None` when the CI was not asked.
     pub liveness: Option<&'static str>,
+    /// Why liveness is unknown, when `check_running` asked and the answer settled nothing.
+    unknown: Option<String>,
 }
 
 impl Broker {
-    pub(super) async fn check_running(&self, job: &Job) -> Result<Checked, Error> {
-        let Some(api) = self.ci_apis.get(&job.issuer) else { return Ok(Checked::default()) };
-        let locator = JobLocator::of(job);
-        let mut checked = Checked {
-            facts: JobCiFacts { locator: locator.as_ref().ok().map(JobLocator::to_json), ..JobCiFacts::default() },
-            liveness: None,
+    /// Asks the CI's API about the job when its issuer checks liveness, or when judging
+    /// `runner_for` (the requested roles) needs runner facts the token lacks. Facts found are
+    /// merged into the job beneath its token's; when they are wanted, the runner a webhook named
+    /// is merged first, and the API is asked only if facts are still missing.
+    pub(super) async fn check_running(&self, job: &mut Job, runner_for: Option<&[String]>) -> Result<Checked, Error> {
+        let mut checked = Checked::default();
+        let want_runner = runner_for.is_some();
+        if want_runner {
+            self.merge_recorded_runner(job).await?;
+        }
+        let Some(api) = self.ci_apis.get(&job.issuer) else {
+            if want_runner {
+                job.runner.unavailable.get_or_insert_with(|| NO_CI_API.to_owned());
+            }
+            return Ok(checked);
         };
-        if !api.check_running {
+        let locator = JobLocator::of(job);
+        checked.facts.locator = locator.as_ref().ok().map(JobLocator::to_json);
+        let want_runner = runner_for.is_some_and(|roles| self.policy.wants_runner_facts(job, roles));
+        if !api.check_running && !want_runner {
             return Ok(checked);
         }
         let key = (job.issuer.clone(), job.job_id.clone());
-        if self.running.contains_key(&key) {
-            checked.liveness = Some(Liveness::Running.as_str());
+        if let Some(runner) = self.running.get(&key).await {
+            if let Some(runner) = runner {
+                job.runner.merge(runner.to_runner());
+            }
+            checked.liveness = api.check_running.then_some(Liveness::Running.as_str());
             return Ok(checked);
         }
-        let locator = match locator {
-            Ok(locator) => locator,
-            Err(reason) => return self.liveness_unknown(api.on_unavailable, job, reason, checked),
-        };
-        let answer = match self.take_ci_calls(api, 1, 0).await? {
-            Ok(_) => self.ask_ci(api, &locator, "exchange").await.report,
-            Err(skipped) => {
-                let skipped = Err(skipped);
-                crate::metrics::ci_api_call(&job.issuer, "exchange", &skipped, Duration::ZERO);
-                skipped
-            }
+        let answer = match locator {
+            Err(reason) => Err(reason.to_owned()),
+            Ok(locator) => match self.take_ci_calls(api, 1, 0).await? {
+                Ok(_) => self.ask_ci(api, &locator, "exchange").await.report.map_err(|e| e.to_string()),
+                Err(skipped) => {
+                    let reason = skipped.to_string();
+                    crate::metrics::ci_api_call(&job.issuer, "exchange", &Err(skipped), Duration::ZERO);
+                    Err(reason)
+                }
+            },
         };
         let report = match answer {
             Ok(report) => report,
-            Err(error) => return self.liveness_unknown(api.on_unavailable, job, &error.to_string(), checked),
+            Err(reason) => {
+                job.runner.unavailable = Some(format!("the CI's API did not answer: {reason}"));
+                checked.unknown = api.check_running.then_some(reason);
+                return Ok(checked);
+            }
         };
+        if let Some(runner) = &report.runner {
+            job.runner.merge(runner.to_runner());
+        } else {
+            job.runner.unavailable =
+                Some(format!("the CI's API names no runner for a job it reports as `{}`", report.status));
+        }
         match report.liveness {
             Liveness::Running => {
-                self.running.insert(key, ()).await;
+                let runner = report.runner.map(Arc::new);
                 checked.facts.asked_at_ms = now_ms();
-                checked.facts.runner = report.runner.and_then(|runner| serde_json::to_string(&runner).ok());
-                checked.liveness = Some(Liveness::Running.as_str());
+                checked.facts.runner = runner.as_deref().and_then(|runner| serde_json::to_string(runner).ok());
+                self.running.insert(key, runner).await;
+                checked.liveness = api.check_running.then_some(Liveness::Running.as_str());
                 Ok(checked)
             }
             Liveness::Finished => {
@@ -66,19 +95,17 @@ impl Broker {
                 Err(Error::JobEnded)
             }
             Liveness::Unknown => {
-                let reason = format!("the CI reports the job as `{}`", report.status);
-                self.liveness_unknown(api.on_unavailable, job, &reason, checked)
+                checked.unknown = api.check_running.then(|| format!("the CI reports the job as `{}`", report.status));
+                Ok(checked)
             }
         }
     }
 
-    fn liveness_unknown(
-        &self,
-        on_unavailable: OnUnavailable,
-        job: &Job,
-        reason: &str,
-        mut checked: Checked,
-    ) -> Result<Checked, Error> {
+    /// Applies the issuer's `on_unavailable` to a check whose answer settled nothing; called once
+    /// the policy has granted, so a refusal by policy is told as such.
+    pub(super) fn settle_liveness(&self, job: &Job, mut checked: Checked) -> Result<Checked, Error> {
+        let Some(reason) = checked.unknown.take() else { return Ok(checked) };
+        let on_unavailable = self.ci_apis.get(&job.issuer).map_or(OnUnavailable::Allow, |api| api.on_unavailable);
         match on_unavailable {
             OnUnavailable::Allow => {
                 tracing::warn!(issuer = %job.issuer, job_id = %job.job_id, %reason, "job liveness unknown; exchange allowed");
@@ -92,4 +119,16 @@ impl Broker {
             }
         }
     }
+
+    /// The runner a start webhook (or an earlier answer of the CI's API) named for the job.
+    async fn merge_recorded_runner(&self, job: &mut Job) -> Result<(), Error> {
+        let recorded = self.store.job_runner(&job.issuer, &job.job_id).await?;
+        // Written by the broker from bounded facts; an unreadable record counts as none.
+        if let Some(facts) = recorded.and_then(|text| serde_json::from_str::<RunnerFacts>(&text).ok()) {
+            job.runner.merge(facts.to_runner());
+        }
+        Ok(())
+    }
 }
+
+const NO_CI_API: &str = "no CI API is configured for this issuer, and no webhook named the runner";

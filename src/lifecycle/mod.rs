@@ -15,6 +15,8 @@ mod request;
 #[cfg(feature = "server")]
 pub mod revocation;
 #[cfg(feature = "server")]
+mod runners;
+#[cfg(feature = "server")]
 pub mod sweeper;
 pub mod webhooks;
 
@@ -25,6 +27,8 @@ pub use jobs::{EndedBy, JobEnd};
 pub use request::{ExchangeRequest, MAX_ROLE_NAME_CHARS, MAX_ROLES_PER_EXCHANGE, check_request};
 #[cfg(feature = "server")]
 pub use revocation::{RevocationQueue, RevocationStats};
+#[cfg(feature = "server")]
+pub use runners::RunnerJobs;
 
 use std::time::Duration;
 
@@ -51,6 +55,12 @@ pub enum Error {
     /// `on_unavailable = "refuse"` and the CI's API could not say whether the job still runs.
     #[error("the CI's API cannot confirm that this job is still running; retry later")]
     CiUnavailable,
+    /// A single-use tier's job on a runner that served another job.
+    #[error("runner {runner} already served another job, and runner tier `{tier}` is single-use")]
+    RunnerReused { runner: String, tier: String },
+    /// A single-use tier's job whose runner cannot be told from others.
+    #[error("runner tier `{tier}` is single-use, and this job's {fact} is unknown: {why}")]
+    RunnerUnknown { tier: String, fact: &'static str, why: String },
     #[error("the webhook's signature or token is missing or wrong")]
     InvalidSignature,
     #[error("no webhook is configured for {0}")]
@@ -81,6 +91,9 @@ pub struct LifecycleConfig {
     /// A job is asked about again only this long after it was last asked.
     #[serde(default = "default_reconcile", deserialize_with = "human_duration")]
     pub reconcile_after: Duration,
+    /// Runner records (single use, the fleet report) are kept this long past a runner's last job.
+    #[serde(default = "default_runner_retention", deserialize_with = "human_duration")]
+    pub runner_retention: Duration,
 }
 
 impl Default for LifecycleConfig {
@@ -91,6 +104,7 @@ impl Default for LifecycleConfig {
             claim_timeout: default_claim_timeout(),
             reconcile_interval: default_reconcile(),
             reconcile_after: default_reconcile(),
+            runner_retention: default_runner_retention(),
         }
     }
 }
@@ -102,6 +116,10 @@ fn human_duration<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<D
 
 fn default_retention() -> Duration {
     Duration::from_secs(24 * 3600)
+}
+
+fn default_runner_retention() -> Duration {
+    Duration::from_secs(90 * 24 * 3600)
 }
 
 fn default_claim_timeout() -> Duration {
@@ -130,14 +148,19 @@ pub struct Broker {
     pub ci_apis: CiApis,
     /// Jobs the CI's API said were running moments ago, by (issuer, job id): a job often
     /// exchanges several tokens at once, and one answer serves them all.
-    pub running: moka::future::Cache<(String, String), ()>,
+    pub running: RunningCache,
+    pub runner_jobs: RunnerJobs,
 }
+
+/// Jobs found running, with the runner the answer named.
+#[cfg(feature = "server")]
+pub type RunningCache = moka::future::Cache<(String, String), Option<std::sync::Arc<crate::ci_api::RunnerFacts>>>;
 
 /// How long a "running" answer is reused for the same job's exchanges.
 #[cfg(feature = "server")]
 pub const RUNNING_ANSWER_REUSE: Duration = Duration::from_secs(5);
 
 #[cfg(feature = "server")]
-pub fn running_cache() -> moka::future::Cache<(String, String), ()> {
+pub fn running_cache() -> RunningCache {
     moka::future::Cache::builder().max_capacity(100_000).time_to_live(RUNNING_ANSWER_REUSE).build()
 }

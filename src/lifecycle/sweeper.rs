@@ -36,8 +36,17 @@ pub async fn sweep(broker: &Broker) -> Result<(), crate::store::Error> {
     let replays = store.prune_exchanged_tokens(now - REPLAY_RETENTION_SECONDS).await?;
     let leases = store.prune_leases(now - retention).await?;
     let jobs = store.prune_jobs(now, now - retention).await?;
-    if revoking_at_expiry + expired + replays + leases + jobs > 0 {
-        tracing::info!(revoking_at_expiry, expired, replays, leases, jobs, "sweep: expired leases and pruned records");
+    let runners = store.prune_runners(now).await?;
+    if revoking_at_expiry + expired + replays + leases + jobs + runners > 0 {
+        tracing::info!(
+            revoking_at_expiry,
+            expired,
+            replays,
+            leases,
+            jobs,
+            runners,
+            "sweep: expired leases and pruned records"
+        );
     }
     // Backend housekeeping logs its own failures: one unreachable backend must not stop the sweep.
     if broker.backends.aws.is_some() {

@@ -37,6 +37,9 @@ pub struct ConditionCheck {
     pub field: String,
     /// The job's value as compared; `None` when the token lacks it.
     pub actual: Option<String>,
+    /// Who told a runner fact: `token`, `ci_api`, `webhook` or `given`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'static str>,
     /// The accepted values as written, globs with their `glob:` prefix.
     pub accepted: Vec<String>,
     pub holds: bool,
@@ -82,15 +85,25 @@ fn checks(rule: &Rule, ctx: &Ctx<'_>) -> Vec<ConditionCheck> {
 }
 
 fn check(condition: &Condition, ctx: &Ctx<'_>) -> ConditionCheck {
+    let mut source = None;
     let actual = match condition.field.read(ctx) {
         Actual::Missing => None,
         Actual::Text(text) => Some(text.to_owned()),
+        Actual::Fact(text, told) => {
+            source = Some(told.as_str());
+            Some(text.to_owned())
+        }
+        Actual::Labels(labels, told) => {
+            source = Some(told.as_str());
+            Some(format!("[{}]", labels.join(", ")))
+        }
         Actual::Claim(value @ (Value::Array(_) | Value::Object(_) | Value::Null)) => Some(value.to_string()),
         Actual::Claim(value) => claim_text(value).map(|t| t.into_owned()),
     };
     ConditionCheck {
         field: condition.field.to_string(),
         actual,
+        source,
         accepted: condition.values.texts(),
         holds: condition.holds(ctx),
     }

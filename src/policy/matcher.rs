@@ -8,7 +8,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::job::Job;
+use crate::job::{FactSource, Job, Sourced};
 
 /// Marks a value as an anchored glob instead of an exact string.
 const GLOB_PREFIX: &str = "glob:";
@@ -31,6 +31,12 @@ pub(super) enum Field {
     JobWorkflowRef,
     RunnerEnvironment,
     RunnerId,
+    RunnerName,
+    RunnerGroup,
+    RunnerLabels,
+    RunnerQueue,
+    RunnerType,
+    RunnerManager,
     RunnerTier,
     Claim(Box<str>),
 }
@@ -53,6 +59,12 @@ impl Field {
         "job_workflow_ref",
         "runner_environment",
         "runner_id",
+        "runner_name",
+        "runner_group",
+        "runner_labels",
+        "runner_queue",
+        "runner_type",
+        "runner_manager",
         "runner_tier",
         "claims",
     ];
@@ -74,6 +86,12 @@ impl Field {
             "job_workflow_ref" => Self::JobWorkflowRef,
             "runner_environment" => Self::RunnerEnvironment,
             "runner_id" => Self::RunnerId,
+            "runner_name" => Self::RunnerName,
+            "runner_group" => Self::RunnerGroup,
+            "runner_labels" => Self::RunnerLabels,
+            "runner_queue" => Self::RunnerQueue,
+            "runner_type" => Self::RunnerType,
+            "runner_manager" => Self::RunnerManager,
             "runner_tier" => Self::RunnerTier,
             _ => return None,
         })
@@ -96,14 +114,38 @@ impl Field {
             Self::JobWorkflowRef => "job_workflow_ref",
             Self::RunnerEnvironment => "runner_environment",
             Self::RunnerId => "runner_id",
+            Self::RunnerName => "runner_name",
+            Self::RunnerGroup => "runner_group",
+            Self::RunnerLabels => "runner_labels",
+            Self::RunnerQueue => "runner_queue",
+            Self::RunnerType => "runner_type",
+            Self::RunnerManager => "runner_manager",
             Self::RunnerTier => "runner_tier",
             Self::Claim(name) => name,
         }
     }
 
+    /// A fact about the runner that the token may not carry, so that the CI's API or a webhook
+    /// may have to tell it.
+    pub(super) fn is_runner_fact(&self) -> bool {
+        matches!(
+            self,
+            Self::RunnerId
+                | Self::RunnerName
+                | Self::RunnerGroup
+                | Self::RunnerLabels
+                | Self::RunnerQueue
+                | Self::RunnerType
+                | Self::RunnerManager
+        )
+    }
+
     pub(super) fn read<'j>(&self, ctx: &Ctx<'j>) -> Actual<'j> {
         let job = ctx.job;
         let text = |v: &'j Option<String>| v.as_deref().map_or(Actual::Missing, Actual::Text);
+        let fact = |v: &'j Option<Sourced<String>>| {
+            v.as_ref().map_or(Actual::Missing, |fact| Actual::Fact(&fact.value, fact.source))
+        };
         let flag = |v: Option<bool>| v.map_or(Actual::Missing, |b| Actual::Text(bool_text(b)));
         match self {
             Self::Issuer => Actual::Text(&job.issuer),
@@ -120,7 +162,17 @@ impl Field {
             Self::WorkflowRef => text(&job.workflow_ref),
             Self::JobWorkflowRef => text(&job.job_workflow_ref),
             Self::RunnerEnvironment => text(&job.runner_environment),
-            Self::RunnerId => text(&job.runner_id),
+            Self::RunnerId => fact(&job.runner.id),
+            Self::RunnerName => fact(&job.runner.name),
+            Self::RunnerGroup => fact(&job.runner.group),
+            Self::RunnerLabels => job
+                .runner
+                .labels
+                .as_ref()
+                .map_or(Actual::Missing, |labels| Actual::Labels(&labels.value, labels.source)),
+            Self::RunnerQueue => fact(&job.runner.queue),
+            Self::RunnerType => fact(&job.runner.runner_type),
+            Self::RunnerManager => fact(&job.runner.manager),
             Self::RunnerTier => ctx.tier.map_or(Actual::Missing, Actual::Text),
             Self::Claim(name) => job.claims.get(&**name).map_or(Actual::Missing, Actual::Claim),
         }
@@ -151,12 +203,19 @@ pub(super) enum Actual<'j> {
     Missing,
     Text(&'j str),
     Claim(&'j Value),
+    /// A runner fact, with who told it.
+    Fact(&'j str, FactSource),
+    Labels(&'j [String], FactSource),
 }
 
 /// Why one condition does not hold, borrowing the job's own value; rendered only on refusal so
 /// that the granted path allocates nothing.
 pub(super) enum Failure<'j> {
     Missing,
+    /// A runner fact nobody told, and why, when that is known.
+    UnknownFact(Option<&'j str>),
+    /// The runner's labels lack one a `runner_labels` condition lists.
+    LabelsLacking(&'j [String]),
     NotAllowed(Cow<'j, str>),
     NoElementAllowed(&'j [Value]),
     NotScalar,
@@ -174,6 +233,16 @@ pub(super) struct Values {
 impl Values {
     pub(super) fn matches(&self, actual: &str) -> bool {
         self.is_named(actual) || self.globs.as_ref().is_some_and(|g| g.is_match(actual))
+    }
+
+    /// Whether every listed value is one of `labels`, ignoring case as GitHub does.
+    fn all_among(&self, labels: &[String]) -> bool {
+        self.exact.iter().all(|wanted| labels.iter().any(|label| label.eq_ignore_ascii_case(wanted)))
+    }
+
+    /// Whether any value is a glob.
+    pub(super) fn has_globs(&self) -> bool {
+        !self.patterns.is_empty()
     }
 
     /// Whether `actual` is listed literally, as dangerous triggers require.
@@ -334,7 +403,8 @@ impl Condition {
     pub(super) fn holds(&self, ctx: &Ctx<'_>) -> bool {
         match self.field.read(ctx) {
             Actual::Missing => false,
-            Actual::Text(text) => self.values.matches(text),
+            Actual::Text(text) | Actual::Fact(text, _) => self.values.matches(text),
+            Actual::Labels(labels, _) => self.values.all_among(labels),
             Actual::Claim(value) => match value {
                 Value::Array(items) => items.iter().any(|item| self.claim_scalar_matches(item)),
                 scalar => self.claim_scalar_matches(scalar),
@@ -352,8 +422,12 @@ impl Condition {
             return None;
         }
         Some(match self.field.read(ctx) {
+            Actual::Missing if self.field.is_runner_fact() => {
+                Failure::UnknownFact(ctx.job.runner.unavailable.as_deref())
+            }
             Actual::Missing => Failure::Missing,
-            Actual::Text(text) => Failure::NotAllowed(Cow::Borrowed(text)),
+            Actual::Text(text) | Actual::Fact(text, _) => Failure::NotAllowed(Cow::Borrowed(text)),
+            Actual::Labels(labels, _) => Failure::LabelsLacking(labels),
             Actual::Claim(Value::Array(items)) => Failure::NoElementAllowed(items),
             Actual::Claim(value) => claim_text(value).map_or(Failure::NotScalar, Failure::NotAllowed),
         })
@@ -366,6 +440,13 @@ impl Condition {
                 format!("{field}: the job's runner is in no runner tier")
             }
             Failure::Missing => format!("{field}: the token has no such claim"),
+            Failure::UnknownFact(why) => {
+                let why = why.unwrap_or("neither the token, the CI's API nor a webhook told it");
+                format!("{field} unknown: {why}")
+            }
+            Failure::LabelsLacking(labels) => {
+                format!("{field}: [{}] lacks a label the rule requires", labels.join(", "))
+            }
             Failure::NotAllowed(text) => {
                 format!("{field}: {text} is not one of the allowed values")
             }

@@ -29,9 +29,16 @@ pub use model::{
 };
 pub use schema::json_schema;
 
-use matcher::Ctx;
+use matcher::{Actual, Ctx};
 use model::FileDoc;
 use tiers::RunnerTier;
+
+/// The runner tier a job is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tier<'p> {
+    pub name: &'p str,
+    pub single_use: bool,
+}
 
 /// One policy file's path (for error messages) and text.
 #[derive(Clone, Copy, Debug)]
@@ -103,7 +110,33 @@ impl PolicySet {
 
     /// Name of the first runner tier whose match holds, if any.
     pub fn runner_tier(&self, job: &Job) -> Option<&str> {
-        tiers::first_match(&self.tiers, job)
+        self.tier(job).map(|tier| tier.name)
+    }
+
+    /// The first runner tier whose match holds, if any.
+    pub fn tier(&self, job: &Job) -> Option<Tier<'_>> {
+        tiers::first_match(&self.tiers, job).map(|tier| Tier { name: &tier.name, single_use: tier.single_use })
+    }
+
+    /// Whether judging `requested` for `job` reads a runner fact the job lacks: in a requested
+    /// role's rules, or in a tier match when the job's tier matters (a requested role tests
+    /// `runner_tier`, or some tier is single-use), or for the runner key a single-use tier needs.
+    /// Then the CI's API or a webhook should be asked before deciding.
+    pub fn wants_runner_facts(&self, job: &Job, requested: &[String]) -> bool {
+        let ctx = Ctx { job, tier: None };
+        let lacks = |c: &matcher::Condition| c.field.is_runner_fact() && matches!(c.field.read(&ctx), Actual::Missing);
+        let conditions = || {
+            requested
+                .iter()
+                .filter_map(|name| self.role(name))
+                .flat_map(|role| role.allow.iter().chain(&role.deny))
+                .flat_map(|rule| rule.conditions.iter())
+        };
+        let single_use = self.tiers.iter().any(|t| t.single_use);
+        let tier_matters = single_use || conditions().any(|c| c.field == matcher::Field::RunnerTier);
+        conditions().any(lacks)
+            || (tier_matters && self.tiers.iter().any(|t| t.conditions.iter().any(lacks)))
+            || (single_use && job.runner_key().is_err())
     }
 
     /// All requested roles granted, or for each refused one the reasons. Requested names are a

@@ -370,6 +370,11 @@ impl<'de> Visitor<'de> for ConditionsVisitor {
                         return Err(de::Error::custom(format!("`{field}` is given twice")));
                     }
                     let values: Values = map.next_value()?;
+                    if field == Field::RunnerLabels && values.has_globs() {
+                        return Err(de::Error::custom(
+                            "`runner_labels` lists label names, not globs; hint: it holds when the runner has every label listed",
+                        ));
+                    }
                     conditions.push(Condition { field, values });
                 }
                 Key::Claims => {

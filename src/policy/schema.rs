@@ -25,6 +25,9 @@ struct PolicyFileShape {
 #[allow(dead_code)]
 struct TierShape {
     name: String,
+    /// Each runner of this tier serves one job: a second job on it is refused `runner_reused`.
+    #[serde(default)]
+    single_use: bool,
     #[serde(rename = "match")]
     conditions: ConditionsShape,
 }
@@ -120,7 +123,20 @@ struct ConditionsShape {
     workflow_ref: Option<ValueShape>,
     job_workflow_ref: Option<ValueShape>,
     runner_environment: Option<ValueShape>,
+    /// GitHub: from the CI's API or a webhook; GitLab: the token's (a configuration, not a host);
+    /// Buildkite: the token's `agent_id`.
     runner_id: Option<ValueShape>,
+    runner_name: Option<ValueShape>,
+    /// GitHub's runner group; Buildkite's cluster.
+    runner_group: Option<ValueShape>,
+    /// Holds when the runner has every label listed (ignoring case); names, never globs.
+    runner_labels: Option<ValueShape>,
+    /// Buildkite's queue.
+    runner_queue: Option<ValueShape>,
+    /// GitLab's `instance_type`, `group_type` or `project_type`.
+    runner_type: Option<ValueShape>,
+    /// GitLab's runner manager `system_id`: the host.
+    runner_manager: Option<ValueShape>,
     runner_tier: Option<ValueShape>,
     claims: Option<BTreeMap<String, ValueShape>>,
 }

@@ -10,7 +10,9 @@ use super::model::{ConditionsVisitor, Purpose, from_map};
 #[derive(Clone, Debug)]
 pub(super) struct RunnerTier {
     pub(super) name: String,
-    conditions: Vec<Condition>,
+    /// A runner of this tier may serve one job only: the broker refuses a second.
+    pub(super) single_use: bool,
+    pub(super) conditions: Vec<Condition>,
 }
 
 impl RunnerTier {
@@ -20,15 +22,17 @@ impl RunnerTier {
 }
 
 /// The first tier whose match holds; a tier match cannot test `runner_tier`, so none is known yet.
-pub(super) fn first_match<'t>(tiers: &'t [RunnerTier], job: &crate::job::Job) -> Option<&'t str> {
+pub(super) fn first_match<'t>(tiers: &'t [RunnerTier], job: &crate::job::Job) -> Option<&'t RunnerTier> {
     let ctx = Ctx { job, tier: None };
-    tiers.iter().find(|t| t.holds(&ctx)).map(|t| t.name.as_str())
+    tiers.iter().find(|t| t.holds(&ctx))
 }
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TierDoc {
     name: String,
+    #[serde(default)]
+    single_use: bool,
     #[serde(rename = "match")]
     conditions: TierMatch,
 }
@@ -47,7 +51,7 @@ impl<'de> Deserialize<'de> for RunnerTier {
             if doc.name.is_empty() {
                 return Err("a runner tier needs a non-empty `name`".to_owned());
             }
-            Ok(RunnerTier { name: doc.name, conditions: doc.conditions.0 })
+            Ok(RunnerTier { name: doc.name, single_use: doc.single_use, conditions: doc.conditions.0 })
         })
     }
 }

@@ -18,6 +18,10 @@ pub enum PolicyCommand {
         /// Roles to explain (repeat or comma-separate); every role when omitted.
         #[arg(long, value_delimiter = ',')]
         role: Vec<String>,
+        /// A runner fact the CI's API or a webhook would tell (repeatable): id, name, group,
+        /// labels (comma-separated), queue, type or manager, e.g. `--runner-fact group=release`.
+        #[arg(long = "runner-fact", value_name = "NAME=VALUE", value_parser = super::runner_facts::parse_arg)]
+        runner_fact: Vec<(String, String)>,
         #[command(flatten)]
         mapping: MappingArgs,
         dir: Option<PathBuf>,
@@ -50,9 +54,9 @@ pub fn run(command: PolicyCommand) -> Result<Report, Error> {
     match command {
         PolicyCommand::Check { dir } => check(&dir.unwrap_or_else(|| PathBuf::from("policy"))),
         PolicyCommand::Schema => Ok(Report { text: crate::policy::json_schema(), ok: true }),
-        PolicyCommand::Explain { claims, role, mapping, dir } => {
+        PolicyCommand::Explain { claims, role, runner_fact, mapping, dir } => {
             let choice = mapping.choice();
-            explain(&policy_dir(dir, &choice), &claims, &role, &choice)
+            explain(&policy_dir(dir, &choice), &claims, &role, &runner_fact, &choice)
         }
         PolicyCommand::Test { mapping, dir } => {
             let choice = mapping.choice();

@@ -7,17 +7,27 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::mapping::{MappingChoice, map};
-use super::{Error, Report, read};
+use super::{Error, Report, read, runner_facts};
 use crate::config::load_policies;
+use crate::job::{Job, Sourced};
 use crate::policy::{ConditionCheck, RoleExplanation, RuleExplanation};
 
 /// Explains `roles` (every role when empty) for the claims in `claims_path`. Evaluating is the
 /// work, so the report is `ok` whether or not the roles are granted.
-pub fn explain(dir: &Path, claims_path: &Path, roles: &[String], choice: &MappingChoice) -> Result<Report, Error> {
+pub fn explain(
+    dir: &Path,
+    claims_path: &Path,
+    roles: &[String],
+    runner_facts: &[(String, String)],
+    choice: &MappingChoice,
+) -> Result<Report, Error> {
     let set = load_policies(dir)?;
     let claims: Value = serde_json::from_str(&read(claims_path)?)
         .map_err(|e| Error::Claims { path: claims_path.display().to_string(), message: format!("not JSON: {e}") })?;
-    let mapped = map(&claims, choice)?;
+    let mut mapped = map(&claims, choice)?;
+    for (name, value) in runner_facts {
+        runner_facts::set(&mut mapped.job.runner, name, value).map_err(Error::Mapping)?;
+    }
     let job = &mapped.job;
     let mut text = String::new();
     let _ = writeln!(text, "mapping: {}", mapped.how);
@@ -29,7 +39,10 @@ pub fn explain(dir: &Path, claims_path: &Path, roles: &[String], choice: &Mappin
         job.repository,
         job.git_ref.as_deref().unwrap_or("(none)")
     );
-    let _ = writeln!(text, "runner tier: {}", set.runner_tier(job).unwrap_or("(none)"));
+    let _ = writeln!(text, "runner: {}", render_runner(job));
+    let tier = set.tier(job);
+    let single_use = if tier.is_some_and(|t| t.single_use) { " (single-use)" } else { "" };
+    let _ = writeln!(text, "runner tier: {}{single_use}", tier.map_or("(none)", |t| t.name));
     let names: Vec<String> =
         if roles.is_empty() { set.roles().map(|r| r.name.clone()).collect() } else { roles.to_vec() };
     for name in &names {
@@ -69,7 +82,36 @@ fn render_rule(text: &mut String, kind: &str, number: usize, rule: &RuleExplanat
 
 fn render_check(check: &ConditionCheck) -> String {
     let mark = if check.holds { "held  " } else { "failed" };
-    let missing = if check.field == "runner_tier" { "(in no runner tier)" } else { "(not in the token)" };
+    let missing = match check.field.as_str() {
+        "runner_tier" => "(in no runner tier)",
+        field if field.starts_with("runner_") && field != "runner_environment" => "(unknown)",
+        _ => "(not in the token)",
+    };
     let actual = check.actual.as_deref().unwrap_or(missing);
-    format!("{mark}  {}: {actual}  (accepts {})", check.field, check.accepted.join(", "))
+    let source = check.source.map(|s| format!(" ({s})")).unwrap_or_default();
+    format!("{mark}  {}: {actual}{source}  (accepts {})", check.field, check.accepted.join(", "))
+}
+
+/// Every runner fact known, with its source: `environment github-hosted (token), group release (given)`.
+fn render_runner(job: &Job) -> String {
+    fn one(parts: &mut Vec<String>, name: &str, fact: &Option<Sourced<String>>) {
+        if let Some(fact) = fact {
+            parts.push(format!("{name} {} ({})", fact.value, fact.source.as_str()));
+        }
+    }
+    let runner = &job.runner;
+    let mut parts = Vec::new();
+    if let Some(environment) = &job.runner_environment {
+        parts.push(format!("environment {environment} (token)"));
+    }
+    one(&mut parts, "id", &runner.id);
+    one(&mut parts, "name", &runner.name);
+    one(&mut parts, "group", &runner.group);
+    if let Some(labels) = &runner.labels {
+        parts.push(format!("labels [{}] ({})", labels.value.join(", "), labels.source.as_str()));
+    }
+    one(&mut parts, "queue", &runner.queue);
+    one(&mut parts, "type", &runner.runner_type);
+    one(&mut parts, "manager", &runner.manager);
+    if parts.is_empty() { "(nothing known)".to_owned() } else { parts.join(", ") }
 }

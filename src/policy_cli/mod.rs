@@ -5,6 +5,7 @@ mod args;
 mod check;
 mod explain;
 mod mapping;
+mod runner_facts;
 mod test_file;
 mod tests_run;
 

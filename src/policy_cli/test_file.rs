@@ -7,6 +7,7 @@
 //!     claims: { ref: refs/heads/main }    # merged over claims_file (or the whole claim set)
 //!     issuer: github                      # optional, with kind: how to map the claims
 //!     kind: github
+//!     runner: { group: release, labels: [self-hosted, linux] }   # optional: what the CI would tell
 //!     granted: [deploy-prod]
 //!     denied: [read-secrets]
 //! ```
@@ -17,6 +18,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::mapping::parse_kind;
+use super::runner_facts::RunnerDoc;
 use super::{Error, MappingChoice, read};
 
 #[derive(Deserialize)]
@@ -38,6 +40,8 @@ struct CaseDoc {
     #[serde(default)]
     kind: Option<String>,
     #[serde(default)]
+    runner: Option<RunnerDoc>,
+    #[serde(default)]
     granted: Vec<String>,
     #[serde(default)]
     denied: Vec<String>,
@@ -48,6 +52,7 @@ pub(super) struct Case {
     pub(super) name: String,
     pub(super) claims: Value,
     pub(super) mapping: Option<MappingChoice>,
+    pub(super) runner: Option<RunnerDoc>,
     pub(super) granted: Vec<String>,
     pub(super) denied: Vec<String>,
 }
@@ -89,7 +94,14 @@ pub(super) fn load(path: &Path) -> Result<Vec<Case>, Error> {
                     return Err(invalid(format!("test `{name}`: give both `issuer` and `kind`, or neither")));
                 }
             };
-            Ok(Case { name, claims: Value::Object(claims), mapping, granted: case.granted, denied: case.denied })
+            Ok(Case {
+                name,
+                claims: Value::Object(claims),
+                mapping,
+                runner: case.runner,
+                granted: case.granted,
+                denied: case.denied,
+            })
         })
         .collect()
 }

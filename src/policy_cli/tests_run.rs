@@ -65,7 +65,10 @@ pub fn run_tests(dir: &Path, choice: &MappingChoice) -> Result<Report, Error> {
 }
 
 fn run_case(set: &PolicySet, case: &Case, choice: &MappingChoice) -> Result<(String, Vec<String>), Error> {
-    let mapped = map(&case.claims, case.mapping.as_ref().unwrap_or(choice))?;
+    let mut mapped = map(&case.claims, case.mapping.as_ref().unwrap_or(choice))?;
+    if let Some(runner) = &case.runner {
+        runner.apply(&mut mapped.job.runner);
+    }
     let mut problems = Vec::new();
     // A misspelt role under `denied:` would otherwise pass for the wrong reason.
     for role in case.granted.iter().chain(&case.denied) {

@@ -28,6 +28,8 @@ mod lock;
 #[cfg(feature = "server")]
 mod replay;
 #[cfg(feature = "server")]
+mod runners;
+#[cfg(feature = "server")]
 mod sqlite_batch;
 #[cfg(feature = "server")]
 mod sqlite_checkpoint;
@@ -47,6 +49,8 @@ pub use jobs::{EndOutcome, JobRecord, JobState};
 pub use lease::{JobCiFacts, Lease, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 #[cfg(feature = "server")]
 pub use lock::StoreLock;
+#[cfg(feature = "server")]
+pub use runners::{RunnerClaim, RunnerJob};
 
 #[cfg(feature = "server")]
 use sqlx::AnyPool;

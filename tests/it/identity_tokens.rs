@@ -6,7 +6,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ci_creds::dev::{DevIssuer, SigningKey};
 use ci_creds::identity::{Error, IssuerConfig, Verifier};
-use ci_creds::job::{CiKind, DangerousTrigger};
+use ci_creds::job::{CiKind, DangerousTrigger, FactSource, Sourced};
 use ci_creds::net::HttpClient;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
@@ -84,7 +84,8 @@ async fn maps_gitlab_fixture_onto_the_project_the_job_runs_in() {
     assert_eq!(job.repository_id.as_deref(), Some("20"));
     assert_eq!(job.git_ref.as_deref(), Some("refs/heads/feature-branch-1"));
     assert_eq!(job.ref_protected, Some(false));
-    assert_eq!(job.runner_id.as_deref(), Some("1"));
+    let runner_id = job.runner.id.as_ref().map(|id| (id.value.as_str(), id.source));
+    assert_eq!(runner_id, Some(("1", FactSource::Token)));
     assert_eq!(job.dangerous_trigger, None);
 
     let fork = issuer
@@ -105,6 +106,31 @@ async fn identifies_a_buildkite_token_without_jti_by_its_sha256() {
     assert_eq!(job.repository, "acme-inc/super-duper-app");
     assert_eq!(job.git_ref.as_deref(), Some("refs/heads/main"));
     assert_eq!(job.token_id, format!("sha256:{}", ci_creds::identity::token_sha256(&token)));
+    let told = |value: &str| Some(Sourced::new(value.to_owned(), FactSource::Token));
+    assert_eq!(job.runner.id, told("0184990a-4782-42b5-afc1-16715b10b8ff"));
+    assert_eq!((job.runner.queue.clone(), job.runner.labels.clone()), (None, None), "no optional claim asked for");
+}
+
+#[tokio::test]
+async fn reads_buildkite_s_optional_runner_claims_when_the_job_asked_for_them() {
+    let issuer = start_issuer().await;
+    let verifier = verifier_for(&issuer, CiKind::Buildkite, vec![Algorithm::RS256]);
+    let token = issuer
+        .sign(&claims_for(&issuer, "buildkite-token-claims.json", |c| {
+            c["cluster_name"] = json!("release");
+            c["queue_key"] = json!("deploy");
+            c["agent_tag:os"] = json!("linux");
+            c["agent_tag:size"] = json!("large");
+        }))
+        .unwrap();
+    let runner = verifier.verify(&token).await.expect("valid token").runner;
+    let told = |value: &str| Some(Sourced::new(value.to_owned(), FactSource::Token));
+    assert_eq!((runner.group, runner.queue), (told("release"), told("deploy")));
+    let labels = runner.labels.expect("agent tags");
+    assert_eq!(
+        (labels.value, labels.source),
+        (vec!["os=linux".to_owned(), "size=large".to_owned()], FactSource::Token)
+    );
 }
 
 #[tokio::test]

@@ -17,15 +17,15 @@ roles:
       - { issuer: gh, repository_id: "74", ref: refs/heads/main, runner_tier: hosted }
 "#;
 
-fn ci_creds(args: &[&str]) -> Output {
+pub(crate) fn ci_creds(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ci-creds")).args(args).env("RUST_LOG", "off").output().expect("binary runs")
 }
 
-fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn dir_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+pub(crate) fn dir_with(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for (name, text) in files {
         let path = dir.path().join(name);
@@ -35,7 +35,7 @@ fn dir_with(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
-fn arg(path: &Path) -> &str {
+pub(crate) fn arg(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
@@ -43,7 +43,7 @@ fn repo_policy() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policy")
 }
 
-fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     std::env::var_os("CI_CREDS_FIXTURES")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"))
@@ -188,6 +188,7 @@ fn explain_maps_claims_through_the_broker_config() {
         format!(
             "mapping: issuer `gh`, kind github: iss `https://token.actions.githubusercontent.com` found in {config_path}
 job: gh job 289782451, repository octo-org/octo-repo, ref refs/heads/main
+runner: environment github-hosted (token)
 runner tier: hosted
 
 role deploy: granted
@@ -211,6 +212,7 @@ fn explain_says_what_failed_and_which_mapping_was_inferred() {
         stdout(&output),
         "mapping: issuer `gitlab`, kind gitlab: inferred from the `job_project_path` claim; issuer name `gitlab` assumed (pass --config or --issuer if the broker names it differently)
 job: gitlab job 302, repository my-group/my-project, ref refs/heads/feature-branch-1
+runner: environment self-hosted (token), id 1 (token)
 runner tier: (none)
 
 role deploy: denied

@@ -7,24 +7,7 @@ use ci_creds::store::{
     EndOutcome, JobCiFacts, JobState, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken, Store, now, now_ms,
 };
 
-use crate::support::store::{Subject, handle, lease, postgres, sqlite};
-
-macro_rules! on_every_store {
-    ($($test:ident),* $(,)?) => {
-        mod on_sqlite {
-            $(#[tokio::test(flavor = "multi_thread")]
-            async fn $test() {
-                super::$test(super::sqlite().await).await;
-            })*
-        }
-        mod on_postgres {
-            $(#[tokio::test(flavor = "multi_thread")]
-            async fn $test() {
-                super::$test(super::postgres().await).await;
-            })*
-        }
-    };
-}
+use crate::support::store::{Subject, handle, lease, on_every_store, postgres, sqlite};
 
 on_every_store!(
     accepts_a_token_once_until_it_is_pruned_after_expiry,

@@ -34,7 +34,13 @@ struct Agent {
 
 impl Agent {
     fn facts(self) -> RunnerFacts {
-        RunnerFacts::bounded(Some(self.id), self.name, None, Vec::new(), "webhook:buildkite")
+        RunnerFacts {
+            id: Some(self.id),
+            name: self.name,
+            source: "webhook:buildkite".to_owned(),
+            ..RunnerFacts::default()
+        }
+        .bounded()
     }
 }
 

@@ -34,7 +34,15 @@ struct HookRunner {
 
 impl HookRunner {
     fn facts(self) -> RunnerFacts {
-        RunnerFacts::bounded(Some(self.id.to_string()), self.description, self.runner_type, self.tags, "webhook:gitlab")
+        RunnerFacts {
+            id: Some(self.id.to_string()),
+            name: self.description,
+            labels: self.tags,
+            runner_type: self.runner_type,
+            source: "webhook:gitlab".to_owned(),
+            ..RunnerFacts::default()
+        }
+        .bounded()
     }
 }
 

@@ -67,7 +67,7 @@ fn gitlab_s_running_job_hook_records_the_runner_and_is_not_an_end() {
     let Verdict::Started { runner, .. } = verdict else { panic!("a start: {verdict:?}") };
     assert_eq!((runner.id.as_deref(), runner.name.as_deref()), (Some("1"), Some("release-runner-1")));
     assert_eq!(
-        (runner.group.as_deref(), runner.labels.as_slice()),
+        (runner.runner_type.as_deref(), runner.labels.as_slice()),
         (Some("project_type"), &["linux".to_owned(), "release".to_owned()][..])
     );
     let ended = by_token(WebhookSource::Gitlab, ("x-gitlab-event", "Job Hook"), &fixture("gitlab-job-hook.json"));

@@ -9,6 +9,7 @@ fn check(field: &str, actual: Option<&str>, accepted: &[&str], holds: bool) -> C
     ConditionCheck {
         field: field.to_owned(),
         actual: actual.map(str::to_owned),
+        source: None,
         accepted: accepted.iter().map(|a| (*a).to_owned()).collect(),
         holds,
     }

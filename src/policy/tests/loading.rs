@@ -96,6 +96,11 @@ fn load_errors_name_file_line_and_problem() {
         ("empty list", vec![("p.yaml", rule("{ ref: [] }"))], &["p.yaml:7:16: ", "empty list matches nothing"]),
         ("value left out", vec![("p.yaml", rule("{ repository: a/b, ref: }"))], &["p.yaml:7:", "has no value"]),
         ("decimal number", vec![("p.yaml", rule("{ runner_id: 1.5 }"))], &["p.yaml:7:", "quote it"]),
+        (
+            "a glob among runner labels",
+            vec![("p.yaml", rule("{ runner_labels: [linux, \"glob:gpu-*\"] }"))],
+            &["p.yaml:7:", "`runner_labels` lists label names, not globs"],
+        ),
         ("nested list", vec![("p.yaml", rule("{ event: [[push]] }"))], &["p.yaml:7:", "lists may not nest"]),
         (
             "condition twice",

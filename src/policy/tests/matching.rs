@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{github_job, gitlab_job, parse, reasons_for_r, role_policy, with};
+use super::{github_job, gitlab_job, parse, reasons_for_r, role_policy, token_fact, with};
 use crate::job::Job;
 
 struct Case {
@@ -76,13 +76,13 @@ fn cases() -> Vec<Case> {
         Case {
             name: "an integer compares by its text",
             rule: "{ runner_id: [12] }",
-            job: with(gitlab_job(), |j| j.runner_id = Some("12".into())),
+            job: with(gitlab_job(), |j| j.runner.id = token_fact("12")),
             reasons: &[],
         },
         Case {
             name: "a quoted integer compares the same",
             rule: r#"{ runner_id: ["12"] }"#,
-            job: with(gitlab_job(), |j| j.runner_id = Some("12".into())),
+            job: with(gitlab_job(), |j| j.runner.id = token_fact("12")),
             reasons: &[],
         },
         Case {
@@ -122,7 +122,7 @@ fn cases() -> Vec<Case> {
             reasons: &[
                 "repository: octo-org/octo-repo is not one of the allowed values",
                 "ref: refs/heads/main is not one of the allowed values",
-                "runner_id: the token has no such claim",
+                "runner_id unknown: neither the token, the CI's API nor a webhook told it",
             ],
         },
         Case { name: "a string claim", rule: "{ claims: { actor: octocat } }", job: github_job(), reasons: &[] },
@@ -210,11 +210,11 @@ fn runner_tiers_first_match_wins() {
     let set = parse(&role_policy(TIERS, "[ { runner_tier: release } ]", "[]"));
     let cases: Vec<(&str, Job, Option<&str>)> = vec![
         ("github-hosted runner", github_job(), Some("hosted")),
-        ("gitlab release runner", with(gitlab_job(), |j| j.runner_id = Some("13".into())), Some("release")),
+        ("gitlab release runner", with(gitlab_job(), |j| j.runner.id = token_fact("13")), Some("release")),
         (
             "matches both tiers: the first listed wins",
             with(gitlab_job(), |j| {
-                j.runner_id = Some("12".into());
+                j.runner.id = token_fact("12");
                 j.runner_environment = Some("gitlab-hosted".into());
             }),
             Some("hosted"),
@@ -231,7 +231,7 @@ fn runner_tiers_first_match_wins() {
 fn runner_tier_condition() {
     let set = parse(&role_policy(TIERS, "[ { runner_tier: release } ]", "[]"));
     let cases: Vec<(&str, Job, &[&str])> = vec![
-        ("in the tier", with(gitlab_job(), |j| j.runner_id = Some("12".into())), &[]),
+        ("in the tier", with(gitlab_job(), |j| j.runner.id = token_fact("12")), &[]),
         ("in another tier", github_job(), &["runner_tier: hosted is not one of the allowed values"]),
         ("in no tier", gitlab_job(), &["runner_tier: the job's runner is in no runner tier"]),
     ];

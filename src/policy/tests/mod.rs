@@ -8,11 +8,17 @@ mod github_roles;
 mod linting;
 mod loading;
 mod matching;
+mod runner_facts;
 
 use serde_json::{Value, json};
 
 use super::{Decision, PolicyFile, PolicySet};
-use crate::job::{CiKind, Job};
+use crate::job::{CiKind, FactSource, Job, Sourced};
+
+/// A runner fact as a signed claim tells it.
+fn token_fact(value: &str) -> Option<Sourced<String>> {
+    Some(Sourced::new(value.to_owned(), FactSource::Token))
+}
 
 /// A GitHub Actions job shaped like `github-token-claims.json`.
 fn github_job() -> Job {
@@ -67,7 +73,7 @@ fn gitlab_job() -> Job {
     job.environment_protected = Some(false);
     job.event = Some("push".into());
     job.runner_environment = Some("self-hosted".into());
-    job.runner_id = Some("1".into());
+    job.runner.id = token_fact("1");
     job.token_id = "235b3a54-b797-45c7-ae9a-f72d7bc6ef5b".into();
     job.expires_at = 1681398793;
     job.claims = claims(json!({

@@ -30,6 +30,9 @@ pub enum JobAnswer {
     /// "running", "success", "failed", ...; Buildkite `state`: "running", "passed", ...). The
     /// fixture's `id` is the job id asked for.
     Status(&'static str),
+    /// 200 with the running fixture, these top-level fields set over it (the runner a test
+    /// wants: GitHub's `runner_group_name`, GitLab's `runner_manager`, Buildkite's `agent` …).
+    RunningOn(Value),
     /// 404 with the vendor's error body.
     NotFound,
     /// 500.
@@ -333,6 +336,9 @@ async fn status_call(state: &ApiState, job_id: &str, headers: &HeaderMap, locate
     }
     match answer {
         JobAnswer::Status(status) => Json(vendor.body(status, job_id)).into_response(),
+        JobAnswer::RunningOn(fields) => {
+            Json(with_fields(vendor.body(vendor.running(), job_id), fields)).into_response()
+        }
         JobAnswer::NotFound => vendor.message(StatusCode::NOT_FOUND),
         JobAnswer::ServerError => vendor.message(StatusCode::INTERNAL_SERVER_ERROR),
         JobAnswer::Slow(delay) => {
@@ -380,6 +386,14 @@ pub(super) fn id_value(job_id: &str, numeric: bool) -> Value {
 }
 
 /// Sets `id` to `job_id`, and the fixture's own id in every top-level `*_url` field.
+/// `body` with each of `fields`' top-level members set over it.
+pub(super) fn with_fields(mut body: Value, fields: Value) -> Value {
+    if let (Value::Object(body), Value::Object(fields)) = (&mut body, fields) {
+        body.extend(fields);
+    }
+    body
+}
+
 pub(super) fn set_job_id(body: &mut Value, job_id: &str, numeric: bool) {
     let old = match &body["id"] {
         Value::String(id) => id.clone(),

@@ -23,7 +23,7 @@ use ci_creds::dev::SigningKey;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Value, json};
 
-use super::ci_api::{JobAnswer, OVERSIZED_BYTES, set_job_id};
+use super::ci_api::{JobAnswer, OVERSIZED_BYTES, set_job_id, with_fields};
 
 pub const APP_ID: &str = "312345";
 pub const INSTALLATION_ID: u64 = 52213407;
@@ -405,6 +405,7 @@ async fn job(
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     match answer {
         JobAnswer::Status(status) => Json(job_body(status, &job_id)).into_response(),
+        JobAnswer::RunningOn(fields) => Json(with_fields(job_body("in_progress", &job_id), fields)).into_response(),
         JobAnswer::NotFound => not_found(JOB_DOCS),
         JobAnswer::ServerError => {
             (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({ "message": "Server Error" }))).into_response()

@@ -170,15 +170,46 @@ impl Stack {
         }
     }
 
+    /// A stack whose policy also has the runner tiers `tiers` (YAML list items, put before
+    /// `POLICY`'s `hosted`) and the roles `extra_roles`; its broker's config also has `config`.
+    pub async fn start_with_policy(
+        postgres: Option<&Postgres>,
+        config: &str,
+        tiers: &str,
+        extra_roles: &str,
+        env: Vec<(&'static str, String)>,
+    ) -> Self {
+        let store_url = match postgres {
+            Some(postgres) => {
+                postgres.create_database("ci_creds").await;
+                Some(postgres.url_without_password("ci_creds"))
+            }
+            None => None,
+        };
+        Self::start_with_store_and_tiers(store_url, config, tiers, extra_roles, env).await
+    }
+
     async fn start_with_store(
         store_url: Option<String>,
         config: &str,
         extra_roles: &str,
         env: Vec<(&'static str, String)>,
     ) -> Self {
+        Self::start_with_store_and_tiers(store_url, config, "", extra_roles, env).await
+    }
+
+    async fn start_with_store_and_tiers(
+        store_url: Option<String>,
+        config: &str,
+        tiers: &str,
+        extra_roles: &str,
+        env: Vec<(&'static str, String)>,
+    ) -> Self {
         let extra_config = merge_lifecycle(EXTRA_CONFIG, config);
-        // `roles:` is POLICY's last key, so more list items extend it.
-        let policy = format!("{POLICY}{extra_roles}");
+        // Tiers match in order: the test's come first. `roles:` is POLICY's last key, so more
+        // list items extend it.
+        let policy = POLICY.replacen("runner_tiers:\n", &format!("runner_tiers:\n{tiers}"), 1);
+        let policy = format!("{policy}{extra_roles}");
         let bao = Bao::start().await;
         bao.put_policy("deploy-prod", DEPLOY_PROD_HCL).await;
         bao.put_policy("read-config", READ_CONFIG_HCL).await;

@@ -43,3 +43,27 @@ pub fn lease(id: &str, job_id: &str, expires_at: i64) -> NewLeases {
 pub fn handle(accessor: &str) -> RevokeHandle {
     RevokeHandle::Vault { accessor: accessor.into() }
 }
+
+/// Runs each named `async fn(Subject)` of the calling module on SQLite and on PostgreSQL; the
+/// caller imports `sqlite` and `postgres`.
+// The benches share this support code and run no store suite.
+#[allow(unused_macros)]
+macro_rules! on_every_store {
+    ($($test:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(#[tokio::test(flavor = "multi_thread")]
+            async fn $test() {
+                super::$test(super::sqlite().await).await;
+            })*
+        }
+        mod on_postgres {
+            $(#[tokio::test(flavor = "multi_thread")]
+            async fn $test() {
+                super::$test(super::postgres().await).await;
+            })*
+        }
+    };
+}
+
+#[allow(unused_imports)]
+pub(crate) use on_every_store;

@@ -1,0 +1,99 @@
+//! Runners as identities at an exchange: a single-use tier's runner serves one job, and every
+//! judged job is recorded with its runner for the fleet report.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::{Broker, Error};
+use crate::audit::{Event, JobIdentity};
+use crate::job::Job;
+use crate::store::{RunnerClaim, RunnerJob, Store, now};
+
+/// Judged jobs on their way to the store, written in batches by a task of their own: the fleet
+/// report costs the exchange no write of its own.
+#[derive(Clone)]
+pub struct RunnerJobs {
+    queue: mpsc::Sender<RunnerJob>,
+}
+
+/// Records waiting beyond this are dropped (and counted): a flood must not grow memory.
+const QUEUE: usize = 8192;
+const BATCH: usize = 512;
+
+impl RunnerJobs {
+    /// Starts the writing task; records are kept `keep_for` past when their job was seen.
+    pub fn start(store: Store, keep_for: Duration) -> Self {
+        let (queue, mut waiting) = mpsc::channel::<RunnerJob>(QUEUE);
+        let keep_for = keep_for.as_secs() as i64;
+        tokio::spawn(async move {
+            let mut batch = Vec::with_capacity(BATCH);
+            while waiting.recv_many(&mut batch, BATCH).await > 0 {
+                if let Err(error) = store.record_runner_jobs(&batch, keep_for).await {
+                    tracing::warn!(%error, jobs = batch.len(), "cannot record judged jobs for the fleet report");
+                }
+                batch.clear();
+            }
+        });
+        Self { queue }
+    }
+
+    fn send(&self, job: RunnerJob) {
+        if self.queue.try_send(job).is_err() {
+            crate::metrics::runner_jobs_dropped();
+        }
+    }
+}
+
+impl Broker {
+    /// Refuses a single-use tier's job on a runner that already served another job, or whose
+    /// runner cannot be told from others. Any other job passes untouched.
+    pub(super) async fn claim_single_use(&self, job: &Job) -> Result<(), Error> {
+        let Some(tier) = self.policy.tier(job).filter(|tier| tier.single_use) else { return Ok(()) };
+        let key = job.runner_key().map_err(|fact| Error::RunnerUnknown {
+            tier: tier.name.to_owned(),
+            fact,
+            why: job.runner.unavailable.clone().unwrap_or_else(|| UNTOLD.to_owned()),
+        })?;
+        let keep_until = now().saturating_add(self.lifecycle.runner_retention.as_secs() as i64);
+        match self.store.claim_runner(&job.issuer, &key, &job.job_id, keep_until).await? {
+            RunnerClaim::FirstJob => Ok(()),
+            RunnerClaim::Reused { first_job_id } => {
+                tracing::warn!(
+                    issuer = %job.issuer, job_id = %job.job_id, runner = %key, %first_job_id, tier = tier.name,
+                    "a single-use runner served another job; refused"
+                );
+                crate::metrics::runner_reused(&job.issuer, tier.name);
+                self.audit.record(&Event::RunnerReused {
+                    job: JobIdentity::from(job),
+                    runner_key: &key,
+                    first_job_id: &first_job_id,
+                    tier: tier.name,
+                });
+                Err(Error::RunnerReused { runner: key, tier: tier.name.to_owned() })
+            }
+        }
+    }
+
+    /// Records a judged job with its runner, for `runners list` and `runners report`.
+    pub(super) fn record_runner_job(&self, job: &Job, roles_granted: usize, refused: bool) {
+        let tier = self.policy.tier(job);
+        let record = RunnerJob {
+            issuer: job.issuer.clone(),
+            job_id: job.job_id.clone(),
+            repository: job.repository.clone(),
+            runner_key: job.runner_key().ok(),
+            runner_name: job.runner.name.as_ref().map(|name| name.value.clone()),
+            runner_group: job.runner.group.as_ref().or(job.runner.queue.as_ref()).map(|group| group.value.clone()),
+            runner_environment: job.runner_environment.clone(),
+            tier: tier.map(|tier| tier.name.to_owned()),
+            single_use: tier.is_some_and(|tier| tier.single_use),
+            roles_granted: roles_granted as i64,
+            refused,
+            seen_at: now(),
+        };
+        self.runner_jobs.send(record);
+    }
+}
+
+const UNTOLD: &str = "neither the token, the CI's API nor a webhook told it";

@@ -1,0 +1,179 @@
+//! Runners as identities: the single-use claim each runner of a single-use tier makes on its
+//! first job, and the record of every job judged with the runner it ran on, for the fleet
+//! report. Shared by every replica; each claim is one statement, so two replicas seeing two jobs
+//! on one runner at once agree on which came first.
+
+use sqlx::{Connection, Row};
+
+use super::{Error, Store, now};
+
+/// What claiming a runner for a job found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunnerClaim {
+    /// The runner's first job, or that job again (another of its tokens).
+    FirstJob,
+    /// The runner served `first_job_id` before, or was found reused earlier: no job on it gets
+    /// a single-use tier's credentials until its record expires.
+    Reused { first_job_id: String },
+}
+
+/// One judged job and its runner, for the fleet report.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunnerJob {
+    pub issuer: String,
+    pub job_id: String,
+    pub repository: String,
+    pub runner_key: Option<String>,
+    pub runner_name: Option<String>,
+    pub runner_group: Option<String>,
+    pub runner_environment: Option<String>,
+    pub tier: Option<String>,
+    pub single_use: bool,
+    pub roles_granted: i64,
+    pub refused: bool,
+    /// Unix seconds.
+    pub seen_at: i64,
+}
+
+impl Store {
+    /// Claims `runner_key` of `issuer` for `job_id`, kept until `keep_until` (unix seconds) past
+    /// its last job. A record past its keep is claimed afresh.
+    pub async fn claim_runner(
+        &self,
+        issuer: &str,
+        runner_key: &str,
+        job_id: &str,
+        keep_until: i64,
+    ) -> Result<RunnerClaim, Error> {
+        let now = now();
+        let row = sqlx::query(
+            "INSERT INTO runners (issuer, runner_key, first_job_id, reused, first_seen, last_seen, keep_until)
+             VALUES ($1, $2, $3, 0, $4, $4, $5)
+             ON CONFLICT (issuer, runner_key) DO UPDATE SET
+                 reused = CASE WHEN runners.keep_until < $4 THEN 0
+                               WHEN runners.reused = 1 OR runners.first_job_id <> excluded.first_job_id THEN 1
+                               ELSE 0 END,
+                 first_job_id = CASE WHEN runners.keep_until < $4 THEN excluded.first_job_id ELSE runners.first_job_id END,
+                 first_seen = CASE WHEN runners.keep_until < $4 THEN excluded.first_seen ELSE runners.first_seen END,
+                 last_seen = excluded.last_seen,
+                 keep_until = excluded.keep_until
+             RETURNING first_job_id, reused",
+        )
+        .bind(issuer)
+        .bind(runner_key)
+        .bind(job_id)
+        .bind(now)
+        .bind(keep_until)
+        .fetch_one(&mut *self.writer().await?)
+        .await?;
+        let (first_job_id, reused): (String, i64) = (row.try_get(0)?, row.try_get(1)?);
+        Ok(if reused == 0 { RunnerClaim::FirstJob } else { RunnerClaim::Reused { first_job_id } })
+    }
+
+    /// Records judged jobs, in one transaction, each kept `keep_for` seconds past when it was
+    /// seen; a job judged again (another token) keeps its first record and adds the roles
+    /// granted this time.
+    pub async fn record_runner_jobs(&self, jobs: &[RunnerJob], keep_for: i64) -> Result<(), Error> {
+        let mut writer = self.writer().await?;
+        let mut tx = writer.begin().await?;
+        for job in jobs {
+            record_runner_job(&mut tx, job, job.seen_at.saturating_add(keep_for)).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Every job seen since `since` (unix seconds), oldest first.
+    pub async fn runner_jobs_since(&self, since: i64) -> Result<Vec<RunnerJob>, Error> {
+        let rows = sqlx::query(
+            "SELECT issuer, job_id, repository, runner_key, runner_name, runner_group, runner_environment,
+                    tier, single_use, roles_granted, refused, seen_at
+             FROM runner_jobs WHERE seen_at >= $1 ORDER BY seen_at, issuer, job_id",
+        )
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(RunnerJob {
+                    issuer: row.try_get(0)?,
+                    job_id: row.try_get(1)?,
+                    repository: row.try_get(2)?,
+                    runner_key: row.try_get(3)?,
+                    runner_name: row.try_get(4)?,
+                    runner_group: row.try_get(5)?,
+                    runner_environment: row.try_get(6)?,
+                    tier: row.try_get(7)?,
+                    single_use: row.try_get::<i64, _>(8)? != 0,
+                    roles_granted: row.try_get(9)?,
+                    refused: row.try_get::<i64, _>(10)? != 0,
+                    seen_at: row.try_get(11)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The runners found reused, by (issuer, runner key).
+    pub async fn reused_runners(&self) -> Result<Vec<(String, String)>, Error> {
+        let rows = sqlx::query("SELECT issuer, runner_key FROM runners WHERE reused = 1 ORDER BY issuer, runner_key")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect()
+    }
+
+    /// Forgets runner records and judged jobs past their keep.
+    pub async fn prune_runners(&self, now: i64) -> Result<u64, Error> {
+        let mut writer = self.writer().await?;
+        let runners = sqlx::query("DELETE FROM runners WHERE keep_until < $1").bind(now).execute(&mut *writer).await?;
+        let jobs = sqlx::query("DELETE FROM runner_jobs WHERE keep_until < $1").bind(now).execute(&mut *writer).await?;
+        Ok(runners.rows_affected() + jobs.rows_affected())
+    }
+
+    /// The runner a webhook or an earlier answer of the CI's API named for a job, as JSON.
+    pub async fn job_runner(&self, issuer: &str, job_id: &str) -> Result<Option<String>, Error> {
+        let row = sqlx::query("SELECT runner FROM jobs WHERE issuer = $1 AND job_id = $2")
+            .bind(issuer)
+            .bind(job_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(match row {
+            Some(row) => row.try_get(0)?,
+            None => None,
+        })
+    }
+}
+
+async fn record_runner_job(
+    connection: &mut sqlx::AnyConnection,
+    job: &RunnerJob,
+    keep_until: i64,
+) -> Result<(), Error> {
+    sqlx::query(
+        "INSERT INTO runner_jobs (issuer, job_id, repository, runner_key, runner_name, runner_group,
+                 runner_environment, tier, single_use, roles_granted, refused, seen_at, keep_until)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+             ON CONFLICT (issuer, job_id) DO UPDATE SET
+                 roles_granted = runner_jobs.roles_granted + excluded.roles_granted,
+                 refused = CASE WHEN runner_jobs.refused = 1 OR excluded.refused = 1 THEN 1 ELSE 0 END,
+                 runner_key = COALESCE(runner_jobs.runner_key, excluded.runner_key),
+                 runner_name = COALESCE(runner_jobs.runner_name, excluded.runner_name),
+                 runner_group = COALESCE(runner_jobs.runner_group, excluded.runner_group),
+                 keep_until = excluded.keep_until",
+    )
+    .bind(&job.issuer)
+    .bind(&job.job_id)
+    .bind(&job.repository)
+    .bind(&job.runner_key)
+    .bind(&job.runner_name)
+    .bind(&job.runner_group)
+    .bind(&job.runner_environment)
+    .bind(&job.tier)
+    .bind(i64::from(job.single_use))
+    .bind(job.roles_granted)
+    .bind(i64::from(job.refused))
+    .bind(job.seen_at)
+    .bind(keep_until)
+    .execute(connection)
+    .await?;
+    Ok(())
+}
