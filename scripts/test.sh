@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every check and test on a fresh machine: installs what the tests start (OpenBao's `bao`
-# and moto's `moto_server`), then formatting, lints and the whole test suite. Idempotent.
+# Runs every check and test on a fresh machine: installs what the tests start (OpenBao's `bao`,
+# moto's `moto_server`, PostgreSQL, Chromium), then formatting, lints and the whole test suite. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,11 +15,19 @@ if ! command -v moto_server >/dev/null 2>&1; then
 fi
 command -v moto_server
 
-# PostgreSQL for the store suite and the multi-replica tests: Debian's server package.
+# PostgreSQL for the store suite and the multi-replica tests, and Chromium to render the fleet
+# report's HTML page headless: Debian's packages.
+packages=()
 if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
-  echo "installing PostgreSQL from Debian's packages"
+  packages+=(postgresql)
+fi
+if [ ! -x /usr/bin/chromium ]; then
+  packages+=(chromium)
+fi
+if [ ${#packages[@]} -gt 0 ]; then
+  echo "installing ${packages[*]} from Debian's packages"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
 
 cargo fmt --all -- --check

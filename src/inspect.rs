@@ -79,7 +79,7 @@ fn lease_row(lease: &Lease) -> Vec<String> {
     ]
 }
 
-fn timestamp(unix: i64) -> String {
+pub(crate) fn timestamp(unix: i64) -> String {
     let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z");
     time::OffsetDateTime::from_unix_timestamp(unix).ok().and_then(|t| t.format(&format).ok()).unwrap_or_default()
 }
@@ -89,7 +89,7 @@ fn to_json<T: Serialize>(rows: &[T]) -> String {
 }
 
 /// Columns padded to their widest cell.
-fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+pub(crate) fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {

@@ -19,6 +19,8 @@ pub mod ci_api;
 pub mod client;
 pub mod config;
 pub mod dev;
+#[cfg(feature = "server")]
+pub mod fleet;
 pub mod identity;
 #[cfg(feature = "server")]
 pub mod inspect;

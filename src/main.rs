@@ -9,9 +9,9 @@ use anyhow::{Context, Result};
 use ci_creds::config::Config;
 use ci_creds::dev::{DevIssuer, SigningKey, live_claims};
 use ci_creds::inspect::{self, Format};
-use ci_creds::policy_cli;
 use ci_creds::store::{LeaseState, Store};
 use ci_creds::{audit, client};
+use ci_creds::{fleet, policy_cli};
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 use tracing_subscriber::EnvFilter;
@@ -44,6 +44,9 @@ enum Command {
     /// Leases (one per minted credential) and their revocation state, from the broker's store.
     #[command(subcommand)]
     Leases(LeasesCommand),
+    /// The runners the broker has seen serve jobs, and the fleet's hygiene, from its store.
+    #[command(subcommand)]
+    Runners(RunnersCommand),
     /// Inside a CI job: exchange the job's OIDC token for credentials and print or write them.
     #[command(after_help = client::EXIT_CODES_HELP)]
     Get(client::GetArgs),
@@ -100,6 +103,29 @@ enum LeasesCommand {
         /// Only leases in this state (pending, active, revoking, revoked, expired, failed).
         #[arg(long, value_parser = parse_lease_state)]
         state: Option<LeaseState>,
+    },
+}
+
+#[derive(Subcommand)]
+enum RunnersCommand {
+    /// Every runner seen in the last 30 days, most recently seen first.
+    List {
+        #[arg(long, value_name = "PATH")]
+        config: PathBuf,
+        #[arg(long, value_enum, default_value = "table")]
+        format: fleet::Format,
+    },
+    /// The hygiene figures with their targets, then the runners: for jobs seen since `--since`.
+    Report {
+        #[arg(long, value_name = "PATH")]
+        config: PathBuf,
+        #[arg(long, default_value = "30d", value_parser = humantime::parse_duration)]
+        since: std::time::Duration,
+        #[arg(long, value_enum, default_value = "table")]
+        format: fleet::Format,
+        /// Write the report here instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
 }
 
@@ -164,6 +190,17 @@ async fn main() -> Result<()> {
             let store = open_store(&list.config).await?;
             print!("{}", inspect::leases(&store, state, list.limit, list.format).await?);
         }
+        Command::Runners(RunnersCommand::List { config, format }) => {
+            let report = fleet_report(&config, std::time::Duration::from_secs(fleet::STALE_AFTER as u64)).await?;
+            print!("{}", fleet::render_list(&report, format));
+        }
+        Command::Runners(RunnersCommand::Report { config, since, format, output }) => {
+            let text = fleet::render_report(&fleet_report(&config, since).await?, format);
+            match output {
+                Some(path) => std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?,
+                None => print!("{text}"),
+            }
+        }
         Command::Dev(DevCommand::Issuer { dir, listen }) => run_dev_issuer(&dir, listen).await?,
         Command::Dev(DevCommand::Token { dir, claims, audience, overrides, lifetime_seconds, count }) => {
             let tokens = dev_tokens(&dir, &claims, &audience, &overrides, lifetime_seconds, count)?;
@@ -195,6 +232,15 @@ async fn main() -> Result<()> {
         Command::Revoke(args) => exit_with(client::revoke(args).await),
     }
     Ok(())
+}
+
+/// The fleet as the store has it, for jobs seen within `since` of now.
+async fn fleet_report(config: &Path, since: std::time::Duration) -> Result<fleet::FleetReport> {
+    let store = open_store(config).await?;
+    let now = ci_creds::store::now();
+    let jobs = store.runner_jobs_since(0).await?;
+    let reused = store.reused_runners().await?;
+    Ok(fleet::build(&jobs, &reused, now.saturating_sub(since.as_secs() as i64), now))
 }
 
 fn exit_with(result: Result<(), client::Error>) -> ! {

@@ -156,6 +156,18 @@ fn describe() {
         "New client connections refused at once: the connection cap was full of requests being answered, or no file descriptor was left."
     );
     describe_gauge!("ci_creds_requests_in_flight", "Requests holding an in-flight slot now.");
+    describe_gauge!(
+        "ci_creds_runner_hygiene",
+        "The fleet report's figures over the last 30 days: single_use_share (0..1), multi_repository_runners, reused_single_use_runners, stale_persistent_runners; NaN without data."
+    );
+    describe_gauge!(
+        "ci_creds_runner_hygiene_met",
+        "1 when the figure meets its target (`runners report`), 0 when not, NaN without data."
+    );
+    describe_gauge!(
+        "ci_creds_runner_jobs_30d",
+        "Jobs judged in the last 30 days, by runner tier (`none`: in no tier)."
+    );
     describe_counter!(
         "ci_creds_runner_records_dropped_total",
         "Judged jobs left out of the fleet report because their records queued faster than the store took them."
@@ -308,5 +320,45 @@ pub async fn render(broker: &Broker) -> Option<String> {
             Err(error) => tracing::warn!(%error, "metrics: cannot count jobs"),
         }
     }
+    fleet_gauges(broker).await;
     Some(installed.handle.render())
+}
+
+/// How often a scrape recomputes the fleet's figures (they read every judged job of 30 days).
+#[cfg(feature = "server")]
+const FLEET_EVERY: Duration = Duration::from_secs(60);
+#[cfg(feature = "server")]
+static FLEET_AT: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+
+/// The fleet report's figures over the last 30 days, as `runners report` computes them.
+#[cfg(feature = "server")]
+async fn fleet_gauges(broker: &Broker) {
+    {
+        let mut at = FLEET_AT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if at.is_some_and(|at| at.elapsed() < FLEET_EVERY) {
+            return;
+        }
+        *at = Some(std::time::Instant::now());
+    }
+    let now = crate::store::now();
+    let read = async {
+        Ok::<_, crate::store::Error>((broker.store.runner_jobs_since(0).await?, broker.store.reused_runners().await?))
+    };
+    let (jobs, reused) = match read.await {
+        Ok(read) => read,
+        Err(error) => {
+            tracing::warn!(%error, "metrics: cannot read the fleet's records");
+            return;
+        }
+    };
+    let report = crate::fleet::build(&jobs, &reused, now - crate::fleet::STALE_AFTER, now);
+    for figure in &report.summary.figures {
+        gauge!("ci_creds_runner_hygiene", "figure" => figure.name).set(figure.value.unwrap_or(f64::NAN));
+        let met = figure.met.map_or(f64::NAN, |met| if met { 1.0 } else { 0.0 });
+        gauge!("ci_creds_runner_hygiene_met", "figure" => figure.name).set(met);
+    }
+    for tier in &report.summary.tiers {
+        let name = tier.tier.clone().unwrap_or_else(|| "none".to_owned());
+        gauge!("ci_creds_runner_jobs_30d", "tier" => name).set(tier.jobs as f64);
+    }
 }

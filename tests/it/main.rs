@@ -35,6 +35,7 @@ mod policy_schema;
 mod replicas;
 mod runner_facts;
 mod runner_identity;
+mod runner_report;
 mod store_group_commit;
 mod store_runners;
 mod store_schema;

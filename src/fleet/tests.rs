@@ -1,0 +1,178 @@
+//! The report's figures on a known history, and the page's escaping of what a CI told.
+
+use super::report::DAY;
+use super::*;
+use crate::store::RunnerJob;
+
+const NOW: i64 = 1_767_225_600; // 2026-01-01T00:00:00Z
+
+struct Seen {
+    job: &'static str,
+    runner: Option<&'static str>,
+    repository: &'static str,
+    environment: &'static str,
+    tier: Option<&'static str>,
+    single_use: bool,
+    days_ago: i64,
+}
+
+fn job(seen: Seen) -> RunnerJob {
+    RunnerJob {
+        issuer: "github".into(),
+        job_id: seen.job.into(),
+        repository: seen.repository.into(),
+        runner_key: seen.runner.map(str::to_owned),
+        runner_name: seen.runner.map(|r| format!("name-{r}")),
+        runner_group: None,
+        runner_environment: Some(seen.environment.into()),
+        tier: seen.tier.map(str::to_owned),
+        single_use: seen.single_use,
+        roles_granted: 1,
+        refused: false,
+        seen_at: NOW - seen.days_ago * DAY,
+    }
+}
+
+/// Ten self-hosted jobs, nine on single-use runners (one of which served two jobs); a
+/// persistent runner shared by two repositories; another persistent runner last seen 40 days
+/// ago; two hosted jobs and one whose runner nobody told.
+fn history() -> Vec<RunnerJob> {
+    let eph = |job, runner, days_ago| Seen {
+        job,
+        runner: Some(runner),
+        repository: "octo-org/app",
+        environment: "self-hosted",
+        tier: Some("ephemeral"),
+        single_use: true,
+        days_ago,
+    };
+    let mut jobs: Vec<RunnerJob> = vec![
+        job(Seen {
+            job: "old",
+            runner: Some("9/stale"),
+            repository: "octo-org/app",
+            environment: "self-hosted",
+            tier: Some("persistent"),
+            single_use: false,
+            days_ago: 40,
+        }),
+        job(eph("e1", "1/eph-1", 3)),
+        job(eph("e2", "2/eph-2", 3)),
+        job(eph("e3", "3/eph-3", 2)),
+        job(eph("e4", "4/eph-4", 2)),
+        job(eph("e5", "5/eph-5", 2)),
+        job(eph("e6", "6/eph-6", 1)),
+        job(eph("e7", "7/eph-7", 1)),
+        job(eph("e8", "8/reused", 1)),
+        job(eph("e9", "8/reused", 0)),
+        job(Seen {
+            job: "p1",
+            runner: Some("20/shared"),
+            repository: "octo-org/app",
+            environment: "self-hosted",
+            tier: Some("persistent"),
+            single_use: false,
+            days_ago: 1,
+        }),
+        job(Seen {
+            job: "h1",
+            runner: Some("30/hosted"),
+            repository: "octo-org/app",
+            environment: "github-hosted",
+            tier: Some("hosted"),
+            single_use: false,
+            days_ago: 1,
+        }),
+        job(Seen {
+            job: "h2",
+            runner: Some("31/hosted"),
+            repository: "octo-org/web",
+            environment: "github-hosted",
+            tier: Some("hosted"),
+            single_use: false,
+            days_ago: 0,
+        }),
+        job(Seen {
+            job: "u1",
+            runner: None,
+            repository: "octo-org/web",
+            environment: "github-hosted",
+            tier: None,
+            single_use: false,
+            days_ago: 0,
+        }),
+    ];
+    jobs.push(job(Seen {
+        job: "p2",
+        runner: Some("20/shared"),
+        repository: "octo-org/infra",
+        environment: "self-hosted",
+        tier: Some("persistent"),
+        single_use: false,
+        days_ago: 0,
+    }));
+    jobs.sort_by_key(|j| j.seen_at);
+    jobs
+}
+
+fn figure<'r>(report: &'r FleetReport, name: &str) -> &'r Figure {
+    report.summary.figures.iter().find(|f| f.name == name).unwrap()
+}
+
+#[test]
+fn the_figures_of_a_known_history() {
+    let report = build(&history(), &[], NOW - 30 * DAY, NOW);
+    let summary = &report.summary;
+    assert_eq!((summary.jobs, summary.self_hosted_jobs), (14, 11), "the 40-day-old job is outside the window");
+    let share = figure(&report, "single_use_share");
+    assert_eq!((share.value, share.met), (Some(9.0 / 11.0), Some(false)), "9 of 11 is under 90 %");
+    let multi = figure(&report, "multi_repository_runners");
+    assert_eq!(
+        (multi.value, multi.met),
+        (Some(1.0), Some(false)),
+        "20/shared served app and infra; hosted ones don't count"
+    );
+    let reused = figure(&report, "reused_single_use_runners");
+    assert_eq!((reused.value, reused.met), (Some(1.0), Some(false)), "8/reused served e8 and e9");
+    let stale = figure(&report, "stale_persistent_runners");
+    assert_eq!((stale.value, stale.met), (Some(1.0), Some(false)), "9/stale, judged on every record");
+    let tiers: Vec<(Option<&str>, usize)> = summary.tiers.iter().map(|t| (t.tier.as_deref(), t.jobs)).collect();
+    assert_eq!(tiers, [(None, 1), (Some("ephemeral"), 9), (Some("hosted"), 2), (Some("persistent"), 2)]);
+    assert_eq!(summary.days.iter().map(|(_, _, n)| n).sum::<usize>(), 14);
+    assert!(summary.days.contains(&("2025-12-29".to_owned(), "ephemeral".to_owned(), 2)), "{:?}", summary.days);
+
+    let runners = &report.runners;
+    assert_eq!(runners.len(), 12, "11 identified runners in the window, and one row for the untold");
+    let shared = runners.iter().find(|r| r.key.as_deref() == Some("20/shared")).unwrap();
+    assert_eq!((shared.jobs, shared.repositories, shared.single_use, shared.reused), (2, 2, false, false));
+    assert!(runners.iter().find(|r| r.key.as_deref() == Some("8/reused")).unwrap().reused);
+}
+
+#[test]
+fn a_clean_fleet_meets_every_target_and_an_empty_one_has_no_data() {
+    let clean: Vec<RunnerJob> = history()
+        .into_iter()
+        .filter(|j| j.single_use && j.job_id != "e9" || j.runner_environment.as_deref() != Some("self-hosted"))
+        .collect();
+    let report = build(&clean, &[], NOW - 30 * DAY, NOW);
+    assert!(report.summary.figures.iter().all(|f| f.met == Some(true)), "{:?}", report.summary.figures);
+
+    let marked = build(&clean, &[("github".into(), "1/eph-1".into())], NOW - 30 * DAY, NOW);
+    assert_eq!(figure(&marked, "reused_single_use_runners").value, Some(1.0), "the store's reused mark counts");
+
+    let empty = build(&[], &[], NOW - 30 * DAY, NOW);
+    assert_eq!(figure(&empty, "single_use_share").met, None);
+}
+
+#[test]
+fn the_page_escapes_what_a_ci_told_and_marks_each_verdict() {
+    let mut jobs = history();
+    jobs[1].runner_name = Some("<script>alert(1)</script>\"".into());
+    jobs[1].tier = Some("<b>tier</b>".into());
+    let page = render_report(&build(&jobs, &[], NOW - 30 * DAY, NOW), Format::Html);
+    assert!(!page.contains("<script>") && !page.contains("<b>tier"), "escaped");
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;"));
+    assert!(page.contains("default-src 'none'"), "the page may load nothing");
+    assert!(page.contains("<td class=\"missed\">MISSED</td>"));
+    assert!(!page.contains("http://") && !page.contains("https://"), "no address to fetch");
+}
