@@ -17,7 +17,10 @@ fuzz_target!(|data: &[u8]| {
     assert!(report.status.chars().count() <= 256 && !report.status.chars().any(char::is_control));
     if let Some(runner) = report.runner {
         assert!(runner.labels.len() <= 64);
-        let facts = [runner.id, runner.name, runner.group].into_iter().flatten().chain(runner.labels);
+        let facts = [runner.id, runner.name, runner.group, runner.queue, runner.runner_type, runner.manager]
+            .into_iter()
+            .flatten()
+            .chain(runner.labels);
         for fact in facts {
             assert!(fact.chars().count() <= 256 && !fact.chars().any(char::is_control), "{fact:?}");
         }

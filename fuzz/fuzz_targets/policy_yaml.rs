@@ -5,7 +5,7 @@
 use std::sync::LazyLock;
 
 use ci_creds::identity::job_from_claims;
-use ci_creds::job::{CiKind, Job};
+use ci_creds::job::{CiKind, FactSource, Job, Sourced};
 use ci_creds::policy::{PolicyFile, PolicySet};
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
@@ -35,8 +35,24 @@ static JOBS: LazyLock<Vec<Job>> = LazyLock::new(|| {
     ]
     .into_iter()
     .map(|(kind, issuer, claims)| job_from_claims(kind, issuer, claims).expect("a job"))
+    .chain(std::iter::once(self_hosted_github()))
     .collect()
 });
+
+/// A GitHub job on a self-hosted runner the CI's API described, as an exchange would see it.
+fn self_hosted_github() -> Job {
+    let claims = json!({
+        "check_run_id": "24", "repository": "octo-org/octo-repo", "repository_id": "74",
+        "ref": "refs/heads/main", "event_name": "push", "runner_environment": "self-hosted",
+    });
+    let mut job = job_from_claims(CiKind::Github, "github", claims).expect("a job");
+    let told = |value: &str| Some(Sourced::new(value.to_owned(), FactSource::CiApi));
+    job.runner.id = told("42");
+    job.runner.name = told("eph-42");
+    job.runner.group = told("ephemeral");
+    job.runner.labels = Some(Sourced::new(vec!["self-hosted".into(), "Linux".into()], FactSource::CiApi));
+    job
+}
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
@@ -51,7 +67,9 @@ fuzz_target!(|data: &[u8]| {
     let mut roles: Vec<String> = set.roles().map(|role| role.name.clone()).collect();
     roles.push("undefined-role".into());
     for job in JOBS.iter() {
-        let _ = set.runner_tier(job);
+        let _ = set.tier(job);
+        let _ = set.wants_runner_facts(job, &roles);
+        let _ = job.runner_key();
         let _ = set.decide(job, &roles);
         for role in &roles {
             let _ = set.explain(job, role);

@@ -11,7 +11,7 @@ use super::config::{CiApiConfig, CiApisConfig, OnUnavailable};
 use super::github::AppTokens;
 use super::http::{self, Auth};
 use super::status::api_name;
-use super::{Error, JobLocator, JobReport, parse_answer};
+use super::{Error, JobLocator, JobReport, parse_agent_tags, parse_answer};
 use crate::backends::github::app::GithubApp;
 use crate::identity::IssuerConfig;
 use crate::job::CiKind;
@@ -31,7 +31,12 @@ pub struct CiApi {
     api_url: String,
     credentials: Credentials,
     http: reqwest::Client,
+    /// Buildkite agents' tags by agent id: asked once per agent, kept a while.
+    agent_tags: moka::future::Cache<String, Arc<Vec<String>>>,
 }
+
+/// How long a Buildkite agent's tags are reused; agents rarely change tags while they live.
+const AGENT_TAGS_KEPT: Duration = Duration::from_secs(600);
 
 /// Within each CI's published limits with room to spare: GitHub allows an App installation
 /// 5,000 requests an hour (83 a minute), GitLab.com 2,000 a minute per user, Buildkite 200 a
@@ -97,9 +102,40 @@ impl CiApi {
             Err(error) => return Err(error),
         };
         *pause = answer.pause;
-        match answer.status {
-            200 => parse_answer(self.kind, &answer.body),
-            status => Err(Error::Status { api, status }),
+        let mut report = match answer.status {
+            200 => parse_answer(self.kind, &answer.body)?,
+            status => return Err(Error::Status { api, status }),
+        };
+        if let Some(runner) = report.runner.as_mut().filter(|runner| runner.labels.is_empty())
+            && let Some(agent_id) = runner.id.clone()
+            && let Some(path) = locator.agent_path(&agent_id)
+            && let Credentials::Token(token) = &self.credentials
+        {
+            runner.labels = self.agent_tags(agent_id, path, token).await;
+        }
+        Ok(report)
+    }
+
+    /// A Buildkite agent's tags, cached per agent. Unreadable means none: the labels stay
+    /// unknown, and a condition on them is false.
+    async fn agent_tags(&self, agent_id: String, path: String, token: &SecretString) -> Vec<String> {
+        let asked = self
+            .agent_tags
+            .try_get_with(agent_id, async {
+                let url = format!("{}{path}", self.api_url);
+                let answer = http::get(&self.http, self.kind, &url, Auth::Bearer(token)).await?;
+                match answer.status {
+                    200 => parse_agent_tags(&answer.body).map(Arc::new),
+                    status => Err(Error::Status { api: api_name(self.kind), status }),
+                }
+            })
+            .await;
+        match asked {
+            Ok(tags) => tags.as_ref().clone(),
+            Err(error) => {
+                tracing::warn!(issuer = %self.issuer, %error, "cannot read the Buildkite agent's tags");
+                Vec::new()
+            }
         }
     }
 }
@@ -167,5 +203,6 @@ fn build(name: &str, kind: CiKind, table: &CiApiConfig) -> Result<CiApi, Error> 
         api_url,
         credentials,
         http: http::client(timeout).map_err(|e| config_error("api_url", e.to_string()))?,
+        agent_tags: moka::future::Cache::builder().max_capacity(10_000).time_to_live(AGENT_TAGS_KEPT).build(),
     })
 }

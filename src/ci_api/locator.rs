@@ -86,6 +86,17 @@ impl JobLocator {
         }
     }
 
+    /// Where Buildkite describes the agent that ran this job (its tags, `meta_data`).
+    pub fn agent_path(&self, agent_id: &str) -> Option<String> {
+        let e = |segment: &str| utf8_percent_encode(segment, SEGMENT).to_string();
+        match self {
+            Self::Buildkite { organization, .. } => {
+                Some(format!("/v2/organizations/{}/agents/{}", e(organization), e(agent_id)))
+            }
+            Self::Github { .. } | Self::Gitlab { .. } => None,
+        }
+    }
+
     /// As kept in the store.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()

@@ -21,7 +21,7 @@ pub use client::{Asked, CiApi, CiApis};
 pub use config::{CiApiConfig, CiApisConfig, OnUnavailable};
 pub use locator::JobLocator;
 pub(crate) use status::GithubRunner;
-pub use status::{JobReport, Liveness, RunnerFacts, parse_answer};
+pub use status::{JobReport, Liveness, RunnerFacts, parse_agent_tags, parse_answer};
 
 use thiserror::Error;
 

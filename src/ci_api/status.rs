@@ -266,6 +266,20 @@ impl BuildkiteJob {
     }
 }
 
+/// `GET /v2/organizations/{org}/agents/{id}`: the agent's tags, as `NAME=VALUE`.
+#[derive(Deserialize)]
+struct BuildkiteAgentDetail {
+    #[serde(default)]
+    meta_data: Vec<String>,
+}
+
+/// The tags of a Buildkite agent answer, bounded as every runner fact is.
+pub fn parse_agent_tags(body: &[u8]) -> Result<Vec<String>, Error> {
+    let agent: BuildkiteAgentDetail = serde_json::from_slice(body)
+        .map_err(|e| Error::Malformed { api: api_name(CiKind::Buildkite), reason: e.to_string() })?;
+    Ok(agent.meta_data.into_iter().take(MAX_LABELS).map(fact).collect())
+}
+
 #[cfg(test)]
 #[path = "status_tests.rs"]
 mod tests;

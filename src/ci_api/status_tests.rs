@@ -124,3 +124,13 @@ fn hostile_runner_facts_are_cut_to_size_and_stripped_of_control_characters() {
     assert!(name.starts_with("evil[31m") && name.chars().count() == MAX_FACT_CHARS, "{name:.20}");
     assert_eq!(runner.labels.len(), MAX_LABELS);
 }
+
+#[test]
+fn a_buildkite_agent_s_tags_are_read_bounded_and_a_wrong_shape_is_unreadable() {
+    let body = json!({"id": "a", "name": "agent", "meta_data": ["queue=default", "os=linux\u{7}"]});
+    let tags = super::parse_agent_tags(&serde_json::to_vec(&body).unwrap()).unwrap();
+    assert_eq!(tags, ["queue=default", "os=linux"]);
+    let many = json!({"meta_data": vec!["t=1"; 1000]});
+    assert_eq!(super::parse_agent_tags(&serde_json::to_vec(&many).unwrap()).unwrap().len(), MAX_LABELS);
+    assert!(super::parse_agent_tags(br#"{"meta_data": "queue=default"}"#).is_err());
+}

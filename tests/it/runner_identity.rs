@@ -35,6 +35,12 @@ const ROLES: &str = r#"  - name: release-read
     vault: { policies: [read-config] }
     allow:
       - { issuer: github, repository_id: "74", runner_group: release, runner_labels: [Self-Hosted, linux] }
+  - name: linux-read
+    backend: vault
+    max_ttl: 5m
+    vault: { policies: [read-config] }
+    allow:
+      - { issuer: buildkite, runner_labels: [os=linux] }
   - name: ephemeral-read
     backend: vault
     max_ttl: 5m
@@ -233,4 +239,31 @@ async fn a_runner_reused_across_two_replicas_is_refused_by_either() {
         (403, Some("runner_reused")),
         "the first replica sees the reuse: {answer}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn buildkite_agent_tags_come_from_the_agent_asked_once() {
+    let buildkite = CiApi::buildkite().await;
+    let config =
+        format!("[ci_api.buildkite]\napi_url = \"{}\"\ntoken_env = \"TEST_BUILDKITE_API_TOKEN\"\n", buildkite.url);
+    let env = vec![("TEST_BUILDKITE_API_TOKEN", buildkite.token.clone())];
+    let stack = Stack::start_with_policy(None, &config, TIERS, ROLES, env).await;
+    // buildkite-api-job.json: agent 0184990a-4782-….
+    let agent = "0184990a-4782-42b5-afc1-16715b10b8ff";
+    buildkite.set_agent(agent, &["queue=default", "os=linux"]);
+    let token = |job: &str| {
+        let claims = claims_for(&stack.buildkite, "buildkite-token-claims.json", |c| c["job_id"] = json!(job));
+        stack.buildkite.sign(&claims).unwrap()
+    };
+    for job in ["bk-tags-1", "bk-tags-2"] {
+        buildkite.set_job(job, JobAnswer::Status("running"));
+        let (status, answer) = stack.broker.exchange(&token(job), &roles(&["linux-read"])).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    assert_eq!(buildkite.agent_calls(agent), 1, "one call per agent, cached");
+
+    buildkite.set_job("bk-tags-3", JobAnswer::RunningOn(json!({"agent": {"id": "agent-untagged", "name": "x"}})));
+    let (status, answer) = stack.broker.exchange(&token("bk-tags-3"), &roles(&["linux-read"])).await;
+    assert_eq!(status, 403, "an agent the API does not describe has no known labels: {answer}");
+    assert!(reasons(&answer)[0].starts_with("runner_labels unknown"), "{answer}");
 }

@@ -77,6 +77,8 @@ pub enum Vendor {
 #[derive(Default)]
 struct Shared {
     jobs: HashMap<String, JobAnswer>,
+    /// Buildkite agents by id: their `meta_data` (tags).
+    agents: HashMap<String, Vec<String>>,
     calls: HashMap<String, usize>,
     requests: Vec<String>,
     /// The current one-minute rate-limit window (unix minute) and the requests seen in it.
@@ -121,7 +123,8 @@ impl CiApi {
                 "/v2/organizations/{org}/pipelines/{pipeline}/builds/{number}/jobs/{job_id}",
                 get(buildkite_build_job),
             )
-            .route("/v2/organizations/{org}/jobs/{job_id}", get(buildkite_job));
+            .route("/v2/organizations/{org}/jobs/{job_id}", get(buildkite_job))
+            .route("/v2/organizations/{org}/agents/{agent_id}", get(buildkite_agent));
         Self::start(Vendor::Buildkite, token, router, "").await
     }
 
@@ -139,6 +142,18 @@ impl CiApi {
     }
 
     /// How the status call for `job_id` is answered from now on; a job never set is not found.
+    /// A Buildkite agent `GET /v2/organizations/{org}/agents/{id}` describes, with these tags.
+    pub fn set_agent(&self, agent_id: &str, meta_data: &[&str]) {
+        let tags = meta_data.iter().map(|tag| (*tag).to_owned()).collect();
+        self.shared.lock().unwrap().agents.insert(agent_id.to_owned(), tags);
+    }
+
+    /// How many agent calls named `agent_id`.
+    pub fn agent_calls(&self, agent_id: &str) -> usize {
+        let path = format!("/v2/organizations/{BUILDKITE_ORGANIZATION}/agents/{agent_id}");
+        self.shared.lock().unwrap().requests.iter().filter(|request| **request == path).count()
+    }
+
     pub fn set_job(&self, job_id: &str, answer: JobAnswer) {
         self.shared.lock().unwrap().jobs.insert(job_id.to_owned(), answer);
     }
@@ -312,6 +327,32 @@ async fn buildkite_job(
     headers: HeaderMap,
 ) -> Response {
     status_call(&state, &job_id, &headers, org == BUILDKITE_ORGANIZATION).await
+}
+
+/// `GET /v2/organizations/{org}/agents/{id}`: the Agent object as Buildkite's REST API documents
+/// it, `meta_data` holding the agent's tags.
+async fn buildkite_agent(
+    State(state): State<ApiState>,
+    Path((org, agent_id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    if !state.vendor.authorized(&state.token, &headers) {
+        return state.vendor.message(StatusCode::UNAUTHORIZED);
+    }
+    let tags = state.shared.lock().unwrap().agents.get(&agent_id).cloned();
+    let (true, Some(tags)) = (org == BUILDKITE_ORGANIZATION, tags) else {
+        return state.vendor.message(StatusCode::NOT_FOUND);
+    };
+    let url = format!("https://api.buildkite.com/v2/organizations/{org}/agents/{agent_id}");
+    Json(json!({
+        "id": agent_id, "graphql_id": "QWdlbnQtLS0=", "url": url,
+        "web_url": format!("https://buildkite.com/organizations/{org}/agents/{agent_id}"),
+        "name": "acme-inc-linux-1", "connection_state": "connected", "hostname": "ip-10-0-12-34",
+        "ip_address": "203.0.113.10", "user_agent": "buildkite-agent/3.87.0 (linux; amd64)",
+        "version": "3.87.0", "creator": null, "created_at": "2015-05-09T21:05:30.000Z", "job": null,
+        "last_job_finished_at": null, "priority": 0, "meta_data": tags
+    }))
+    .into_response()
 }
 
 /// One status call: counted, authenticated, then answered as set for the job. `located` is
