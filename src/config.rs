@@ -179,6 +179,10 @@ impl Config {
             return Err(invalid("lifecycle.sweep_interval", "must be positive"));
         }
         // A claim shorter than one backend call would let a second worker revoke the same lease.
+        // A single-use runner's record must outlive the runner, or its second job would pass.
+        if self.lifecycle.runner_retention < std::time::Duration::from_secs(24 * 3600) {
+            return Err(invalid("lifecycle.runner_retention", "must be at least 1d"));
+        }
         if self.lifecycle.claim_timeout < std::time::Duration::from_secs(1) {
             return Err(invalid("lifecycle.claim_timeout", "must be at least 1s"));
         }

@@ -108,7 +108,7 @@ enum LeasesCommand {
 
 #[derive(Subcommand)]
 enum RunnersCommand {
-    /// Every runner seen in the last 30 days, most recently seen first.
+    /// Every runner whose jobs the store keeps (`lifecycle.runner_retention`), most recently seen first.
     List {
         #[arg(long, value_name = "PATH")]
         config: PathBuf,
@@ -191,7 +191,7 @@ async fn main() -> Result<()> {
             print!("{}", inspect::leases(&store, state, list.limit, list.format).await?);
         }
         Command::Runners(RunnersCommand::List { config, format }) => {
-            let report = fleet_report(&config, std::time::Duration::from_secs(fleet::STALE_AFTER as u64)).await?;
+            let report = fleet_report(&config, std::time::Duration::MAX).await?;
             print!("{}", fleet::render_list(&report, format));
         }
         Command::Runners(RunnersCommand::Report { config, since, format, output }) => {
@@ -238,9 +238,10 @@ async fn main() -> Result<()> {
 async fn fleet_report(config: &Path, since: std::time::Duration) -> Result<fleet::FleetReport> {
     let store = open_store(config).await?;
     let now = ci_creds::store::now();
-    let jobs = store.runner_jobs_since(0).await?;
-    let reused = store.reused_runners().await?;
-    Ok(fleet::build(&jobs, &reused, now.saturating_sub(since.as_secs() as i64), now))
+    let since = now.saturating_sub(i64::try_from(since.as_secs()).unwrap_or(i64::MAX));
+    let jobs = store.runner_jobs_since(since).await?;
+    let (last_seen, reused) = (store.runners_last_seen().await?, store.reused_runners().await?);
+    Ok(fleet::build(&jobs, &last_seen, &reused, since, now))
 }
 
 fn exit_with(result: Result<(), client::Error>) -> ! {

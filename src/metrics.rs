@@ -341,17 +341,23 @@ async fn fleet_gauges(broker: &Broker) {
         *at = Some(std::time::Instant::now());
     }
     let now = crate::store::now();
+    let since = now - crate::fleet::STALE_AFTER;
+    let store = &broker.store;
     let read = async {
-        Ok::<_, crate::store::Error>((broker.store.runner_jobs_since(0).await?, broker.store.reused_runners().await?))
+        Ok::<_, crate::store::Error>((
+            store.runner_jobs_since(since).await?,
+            store.runners_last_seen().await?,
+            store.reused_runners().await?,
+        ))
     };
-    let (jobs, reused) = match read.await {
+    let (jobs, last_seen, reused) = match read.await {
         Ok(read) => read,
         Err(error) => {
             tracing::warn!(%error, "metrics: cannot read the fleet's records");
             return;
         }
     };
-    let report = crate::fleet::build(&jobs, &reused, now - crate::fleet::STALE_AFTER, now);
+    let report = crate::fleet::build(&jobs, &last_seen, &reused, since, now);
     for figure in &report.summary.figures {
         gauge!("ci_creds_runner_hygiene", "figure" => figure.name).set(figure.value.unwrap_or(f64::NAN));
         let met = figure.met.map_or(f64::NAN, |met| if met { 1.0 } else { 0.0 });

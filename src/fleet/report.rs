@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::store::RunnerJob;
+use crate::store::{RunnerJob, RunnerLastSeen};
 
 /// Seconds in a day, the chart's unit.
 pub const DAY: i64 = 24 * 3600;
@@ -78,15 +78,18 @@ pub struct FleetReport {
     pub runners: Vec<RunnerRow>,
 }
 
-/// The report of `jobs` (every record kept, oldest first) for jobs seen since `since`; stale
-/// runners are judged on every record. `reused` are the runners the store marked reused.
-pub fn build(jobs: &[RunnerJob], reused: &[(String, String)], since: i64, now: i64) -> FleetReport {
+/// The report of `jobs` (the judged jobs kept, oldest first) for those seen since `since`.
+/// Staleness is judged on `last_seen` (every runner kept, whatever the window); `reused` are the
+/// runners the store marked reused.
+pub fn build(
+    jobs: &[RunnerJob],
+    last_seen: &[RunnerLastSeen],
+    reused: &[(String, String)],
+    since: i64,
+    now: i64,
+) -> FleetReport {
     let recent: Vec<&RunnerJob> = jobs.iter().filter(|job| job.seen_at >= since).collect();
-    let all_runners = runners(jobs.iter(), reused);
-    let stale = all_runners
-        .iter()
-        .filter(|r| r.self_hosted() && r.key.is_some() && !r.single_use && now - r.last_seen > STALE_AFTER)
-        .count();
+    let stale = last_seen.iter().filter(|r| r.self_hosted && !r.single_use && now - r.last_seen > STALE_AFTER).count();
     let runners = runners(recent.iter().copied(), reused);
 
     let self_hosted: Vec<&&RunnerJob> =

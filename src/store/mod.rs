@@ -50,7 +50,7 @@ pub use lease::{JobCiFacts, Lease, LeaseBegun, LeaseState, NewLease, NewLeases, 
 #[cfg(feature = "server")]
 pub use lock::StoreLock;
 #[cfg(feature = "server")]
-pub use runners::{RunnerClaim, RunnerJob};
+pub use runners::{RunnerClaim, RunnerJob, RunnerLastSeen};
 
 #[cfg(feature = "server")]
 use sqlx::AnyPool;

@@ -17,6 +17,18 @@ pub enum RunnerClaim {
     Reused { first_job_id: String },
 }
 
+/// When a runner was last seen, over every kept record: what staleness is judged on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunnerLastSeen {
+    pub issuer: String,
+    pub runner_key: String,
+    /// Whether any of its jobs ran on a single-use tier; a runner that never did is persistent.
+    pub single_use: bool,
+    pub self_hosted: bool,
+    /// Unix seconds.
+    pub last_seen: i64,
+}
+
 /// One judged job and its runner, for the fleet report.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunnerJob {
@@ -108,6 +120,29 @@ impl Store {
                     roles_granted: row.try_get(9)?,
                     refused: row.try_get::<i64, _>(10)? != 0,
                     seen_at: row.try_get(11)?,
+                })
+            })
+            .collect()
+    }
+
+    /// Every identified runner with its last job, over every kept record, one row each.
+    pub async fn runners_last_seen(&self) -> Result<Vec<RunnerLastSeen>, Error> {
+        let rows = sqlx::query(
+            "SELECT issuer, runner_key, MAX(single_use),
+                    MAX(CASE WHEN runner_environment = 'self-hosted' THEN 1 ELSE 0 END), MAX(seen_at)
+             FROM runner_jobs WHERE runner_key IS NOT NULL
+             GROUP BY issuer, runner_key ORDER BY issuer, runner_key",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(RunnerLastSeen {
+                    issuer: row.try_get(0)?,
+                    runner_key: row.try_get(1)?,
+                    single_use: row.try_get::<i64, _>(2)? != 0,
+                    self_hosted: row.try_get::<i64, _>(3)? != 0,
+                    last_seen: row.try_get(4)?,
                 })
             })
             .collect()

@@ -60,6 +60,11 @@ fn names_the_bad_key() {
         ("not sqlite", format!("{}{GOOD_ISSUER}{vault}", HEAD.replace("sqlite://", "mysql://")), "store.url"),
         ("vault role without [vault]", format!("{HEAD}{GOOD_ISSUER}"), "[vault]"),
         (
+            "runner records kept too briefly for single use",
+            format!("{HEAD}{GOOD_ISSUER}{vault}[lifecycle]\nrunner_retention = \"1h\"\n"),
+            "lifecycle.runner_retention",
+        ),
+        (
             "CI API of no issuer",
             format!("{HEAD}{GOOD_ISSUER}{vault}{}", ci_api("gitlab", "token_env = \"T\"")),
             "ci_api.gitlab",

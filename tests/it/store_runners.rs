@@ -64,6 +64,12 @@ async fn judged_jobs_add_up_and_expire(subject: Subject) {
     assert_eq!((jobs[0].job_id.as_str(), jobs[0].roles_granted, jobs[0].refused), ("1", 3, false));
     assert_eq!((jobs[1].job_id.as_str(), jobs[1].roles_granted, jobs[1].refused), ("2", 0, true));
     assert!(store.runner_jobs_since(now() + 10).await.unwrap().is_empty());
+    let last_seen = store.runners_last_seen().await.unwrap();
+    assert_eq!(last_seen.len(), 1, "one row per runner: {last_seen:?}");
+    assert_eq!(
+        (last_seen[0].runner_key.as_str(), last_seen[0].single_use, last_seen[0].self_hosted),
+        ("r1", true, true)
+    );
     store.record_runner_jobs(&[judged("3", "r2", "octo-org/app", 1, false)], -10).await.unwrap();
     assert_eq!(store.prune_runners(now()).await.unwrap(), 1, "past its keep");
     assert_eq!(store.runner_jobs_since(0).await.unwrap().len(), 2);
