@@ -106,9 +106,10 @@ impl Broker {
         request: &ExchangeRequest,
     ) -> Result<(Vec<IssuedCredential>, Option<&'static str>), Error> {
         // Runner facts the token lacks are sought before deciding, with the liveness check's call.
-        let early = match self.policy.wants_runner_facts(job, &request.roles) {
-            true => Some(self.check_running(job, Some(&request.roles)).await?),
-            false => None,
+        let early = if self.policy.wants_runner_facts(job, &request.roles) {
+            Some(self.check_running(job, Some(&request.roles)).await?)
+        } else {
+            None
         };
         let roles = match self.policy.decide(job, &request.roles) {
             Decision::Granted(roles) => roles,
