@@ -29,10 +29,11 @@ impl RunnerJobs {
         tokio::spawn(async move {
             let mut batch = Vec::with_capacity(BATCH);
             while waiting.recv_many(&mut batch, BATCH).await > 0 {
-                if let Err(error) = store.record_runner_jobs(&batch, keep_for).await {
-                    tracing::warn!(%error, jobs = batch.len(), "cannot record judged jobs for the fleet report");
+                let jobs = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                let count = jobs.len();
+                if let Err(error) = store.record_runner_jobs(jobs, keep_for).await {
+                    tracing::warn!(%error, jobs = count, "cannot record judged jobs for the fleet report");
                 }
-                batch.clear();
             }
         });
         Self { queue }

@@ -82,14 +82,15 @@ impl Store {
         Ok(if reused == 0 { RunnerClaim::FirstJob } else { RunnerClaim::Reused { first_job_id } })
     }
 
-    /// Records judged jobs, in one transaction, each kept `keep_for` seconds past when it was
-    /// seen; a job judged again (another token) keeps its first record and adds the roles
-    /// granted this time.
-    pub async fn record_runner_jobs(&self, jobs: &[RunnerJob], keep_for: i64) -> Result<(), Error> {
+    /// Records judged jobs, in one transaction of multi-row statements, each kept `keep_for`
+    /// seconds past when it was seen; a job judged again (another token) keeps its first record
+    /// and adds the roles granted this time.
+    pub async fn record_runner_jobs(&self, mut jobs: Vec<RunnerJob>, keep_for: i64) -> Result<(), Error> {
+        merge_repeats(&mut jobs);
         let mut writer = self.writer().await?;
         let mut tx = writer.begin().await?;
-        for job in jobs {
-            record_runner_job(&mut tx, job, job.seen_at.saturating_add(keep_for)).await?;
+        for rows in jobs.chunks(ROWS_PER_STATEMENT) {
+            record_runner_job_rows(&mut tx, rows, keep_for).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -178,37 +179,65 @@ impl Store {
     }
 }
 
-async fn record_runner_job(
+/// Rows per INSERT: 13 parameters each, far under SQLite's and PostgreSQL's limits.
+const ROWS_PER_STATEMENT: usize = 64;
+
+/// One row per job, as the upsert would make it: PostgreSQL refuses an upsert that touches one
+/// row twice, and one batch can hold several tokens of a job.
+fn merge_repeats(jobs: &mut Vec<RunnerJob>) {
+    jobs.sort_by(|a, b| (&a.issuer, &a.job_id).cmp(&(&b.issuer, &b.job_id)));
+    jobs.dedup_by(|later, first| {
+        let same = later.issuer == first.issuer && later.job_id == first.job_id;
+        if same {
+            first.roles_granted += later.roles_granted;
+            first.refused |= later.refused;
+        }
+        same
+    });
+}
+
+async fn record_runner_job_rows(
     connection: &mut sqlx::AnyConnection,
-    job: &RunnerJob,
-    keep_until: i64,
+    rows: &[RunnerJob],
+    keep_for: i64,
 ) -> Result<(), Error> {
-    sqlx::query(
+    const COLUMNS: usize = 13;
+    let values: Vec<String> = (0..rows.len())
+        .map(|row| {
+            let params: Vec<String> = (1..=COLUMNS).map(|column| format!("${}", row * COLUMNS + column)).collect();
+            format!("({})", params.join(", "))
+        })
+        .collect();
+    let sql = format!(
         "INSERT INTO runner_jobs (issuer, job_id, repository, runner_key, runner_name, runner_group,
-                 runner_environment, tier, single_use, roles_granted, refused, seen_at, keep_until)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-             ON CONFLICT (issuer, job_id) DO UPDATE SET
-                 roles_granted = runner_jobs.roles_granted + excluded.roles_granted,
-                 refused = CASE WHEN runner_jobs.refused = 1 OR excluded.refused = 1 THEN 1 ELSE 0 END,
-                 runner_key = COALESCE(runner_jobs.runner_key, excluded.runner_key),
-                 runner_name = COALESCE(runner_jobs.runner_name, excluded.runner_name),
-                 runner_group = COALESCE(runner_jobs.runner_group, excluded.runner_group),
-                 keep_until = excluded.keep_until",
-    )
-    .bind(&job.issuer)
-    .bind(&job.job_id)
-    .bind(&job.repository)
-    .bind(&job.runner_key)
-    .bind(&job.runner_name)
-    .bind(&job.runner_group)
-    .bind(&job.runner_environment)
-    .bind(&job.tier)
-    .bind(i64::from(job.single_use))
-    .bind(job.roles_granted)
-    .bind(i64::from(job.refused))
-    .bind(job.seen_at)
-    .bind(keep_until)
-    .execute(connection)
-    .await?;
+             runner_environment, tier, single_use, roles_granted, refused, seen_at, keep_until)
+         VALUES {}
+         ON CONFLICT (issuer, job_id) DO UPDATE SET
+             roles_granted = runner_jobs.roles_granted + excluded.roles_granted,
+             refused = CASE WHEN runner_jobs.refused = 1 OR excluded.refused = 1 THEN 1 ELSE 0 END,
+             runner_key = COALESCE(runner_jobs.runner_key, excluded.runner_key),
+             runner_name = COALESCE(runner_jobs.runner_name, excluded.runner_name),
+             runner_group = COALESCE(runner_jobs.runner_group, excluded.runner_group),
+             keep_until = excluded.keep_until",
+        values.join(", ")
+    );
+    let mut query = sqlx::query(&sql);
+    for job in rows {
+        query = query
+            .bind(&job.issuer)
+            .bind(&job.job_id)
+            .bind(&job.repository)
+            .bind(&job.runner_key)
+            .bind(&job.runner_name)
+            .bind(&job.runner_group)
+            .bind(&job.runner_environment)
+            .bind(&job.tier)
+            .bind(i64::from(job.single_use))
+            .bind(job.roles_granted)
+            .bind(i64::from(job.refused))
+            .bind(job.seen_at)
+            .bind(job.seen_at.saturating_add(keep_for));
+    }
+    query.execute(connection).await?;
     Ok(())
 }

@@ -58,7 +58,7 @@ async fn judged_jobs_add_up_and_expire(subject: Subject) {
         judged("1", "r1", "octo-org/app", 1, false),
         judged("2", "r1", "octo-org/infra", 0, true),
     ];
-    store.record_runner_jobs(&batch, 3600).await.unwrap();
+    store.record_runner_jobs(batch.to_vec(), 3600).await.unwrap();
     let jobs = store.runner_jobs_since(0).await.unwrap();
     assert_eq!(jobs.len(), 2, "one record per job: {jobs:?}");
     assert_eq!((jobs[0].job_id.as_str(), jobs[0].roles_granted, jobs[0].refused), ("1", 3, false));
@@ -70,7 +70,10 @@ async fn judged_jobs_add_up_and_expire(subject: Subject) {
         (last_seen[0].runner_key.as_str(), last_seen[0].single_use, last_seen[0].self_hosted),
         ("r1", true, true)
     );
-    store.record_runner_jobs(&[judged("3", "r2", "octo-org/app", 1, false)], -10).await.unwrap();
-    assert_eq!(store.prune_runners(now()).await.unwrap(), 1, "past its keep");
+    store.record_runner_jobs(vec![judged("3", "r2", "octo-org/app", 1, false)], -10).await.unwrap();
+    let many: Vec<RunnerJob> = (0..150).map(|n| judged(&format!("m{n}"), "r3", "octo-org/app", 1, false)).collect();
+    store.record_runner_jobs(many, -10).await.unwrap();
+    assert_eq!(store.runner_jobs_since(0).await.unwrap().len(), 153, "150 jobs over three statements");
+    assert_eq!(store.prune_runners(now()).await.unwrap(), 151, "past their keep");
     assert_eq!(store.runner_jobs_since(0).await.unwrap().len(), 2);
 }
