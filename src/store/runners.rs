@@ -3,7 +3,7 @@
 //! report. Shared by every replica; each claim is one statement, so two replicas seeing two jobs
 //! on one runner at once agree on which came first.
 
-use sqlx::{Connection, Row};
+use sqlx::Row;
 
 use super::{Error, Store, now};
 
@@ -82,17 +82,15 @@ impl Store {
         Ok(if reused == 0 { RunnerClaim::FirstJob } else { RunnerClaim::Reused { first_job_id } })
     }
 
-    /// Records judged jobs, in one transaction of multi-row statements, each kept `keep_for`
-    /// seconds past when it was seen; a job judged again (another token) keeps its first record
-    /// and adds the roles granted this time.
+    /// Records judged jobs, 64 to a statement, each kept `keep_for` seconds past when it was
+    /// seen; a job judged again (another token) keeps its first record and adds the roles
+    /// granted this time. The writer is taken again for each statement, so an exchange's own
+    /// writes wait for one statement at most, not for the whole batch.
     pub async fn record_runner_jobs(&self, mut jobs: Vec<RunnerJob>, keep_for: i64) -> Result<(), Error> {
         merge_repeats(&mut jobs);
-        let mut writer = self.writer().await?;
-        let mut tx = writer.begin().await?;
         for rows in jobs.chunks(ROWS_PER_STATEMENT) {
-            record_runner_job_rows(&mut tx, rows, keep_for).await?;
+            record_runner_job_rows(&mut *self.writer().await?, rows, keep_for).await?;
         }
-        tx.commit().await?;
         Ok(())
     }
 
