@@ -14,8 +14,8 @@ use crate::api::limits::LimitsConfig;
 use crate::audit::AuditConfig;
 use crate::backends::{AwsConfig, GithubConfig, VaultConfig};
 use crate::ci_api::CiApisConfig;
+use crate::env_secret::secret_from_env;
 use crate::identity::{ASYMMETRIC_ALGORITHMS, IssuerConfig};
-use crate::job::CiKind;
 use crate::lifecycle::LifecycleConfig;
 use crate::lifecycle::webhooks::{Webhooks, WebhooksConfig};
 use crate::metrics::MetricsConfig;
@@ -153,22 +153,14 @@ impl Config {
                 check_url_scheme(endpoint).map_err(|e| invalid("aws.endpoint_url", e))?;
             }
         }
-        let webhooks = &self.webhooks;
-        let issuers = [
-            ("github", CiKind::Github, webhooks.github.as_ref().map(|w| &w.issuer)),
-            ("gitlab", CiKind::Gitlab, webhooks.gitlab.as_ref().map(|w| &w.issuer)),
-            ("buildkite", CiKind::Buildkite, webhooks.buildkite.as_ref().map(|w| &w.issuer)),
-            ("circleci", CiKind::Circleci, webhooks.circleci.as_ref().map(|w| &w.issuer)),
-        ];
-        for (ci, kind, issuer) in issuers {
-            let Some(issuer) = issuer else { continue };
-            match self.issuers.iter().find(|configured| configured.name == *issuer) {
+        for (&kind, webhook) in &self.webhooks {
+            let key = format!("webhooks.{}.issuer", kind.name());
+            match self.issuers.iter().find(|configured| configured.name == webhook.issuer) {
                 Some(configured) if configured.kind == kind => {}
-                Some(_) => {
-                    return Err(invalid(format!("webhooks.{ci}.issuer"), format!("`{issuer}` is not a {ci} issuer")));
-                }
-                None => return Err(invalid(format!("webhooks.{ci}.issuer"), format!("no issuer is named `{issuer}`"))),
+                Some(_) => return Err(invalid(key, format!("`{}` is not a {} issuer", webhook.issuer, kind.name()))),
+                None => return Err(invalid(key, format!("no issuer is named `{}`", webhook.issuer))),
             }
+            webhook.secret_env(kind).map_err(|(key, message)| invalid(key, message))?;
         }
         self.validate_ci_apis()?;
         self.limits.validate().map_err(|(key, message)| invalid(key, message))?;
@@ -191,46 +183,11 @@ impl Config {
 
     fn validate_ci_apis(&self) -> Result<(), Error> {
         for (name, table) in &self.ci_api {
-            let key = |field: &str| format!("ci_api.{name}.{field}");
             let kind = match self.issuers.iter().find(|issuer| &issuer.name == name) {
                 Some(issuer) => issuer.kind,
                 None => return Err(invalid(format!("ci_api.{name}"), format!("no issuer is named `{name}`"))),
             };
-            if kind == CiKind::Circleci {
-                return Err(invalid(
-                    format!("ci_api.{name}"),
-                    "CircleCI has no job API the broker asks; use its webhook",
-                ));
-            }
-            check_url_scheme(&table.api_url).map_err(|e| invalid(key("api_url"), e))?;
-            let app = table.app_id.is_some() || table.private_key_env.is_some();
-            match (kind, app, &table.token_env) {
-                (CiKind::Github, true, None) => {
-                    let (Some(app_id), Some(_)) = (&table.app_id, &table.private_key_env) else {
-                        return Err(invalid(key("app_id"), "app_id and private_key_env go together"));
-                    };
-                    if app_id.is_empty() || !app_id.bytes().all(|b| b.is_ascii_digit()) {
-                        return Err(invalid(key("app_id"), "must be the App's numeric id"));
-                    }
-                }
-                (CiKind::Github, true, Some(_)) => {
-                    return Err(invalid(key("token_env"), "give either token_env, or app_id with private_key_env"));
-                }
-                (_, false, Some(_)) => {}
-                (CiKind::Github, false, None) => {
-                    return Err(invalid(key("token_env"), "give either token_env, or app_id with private_key_env"));
-                }
-                (_, true, _) => return Err(invalid(key("app_id"), "only a GitHub issuer's API takes an App")),
-                (_, false, None) => {
-                    return Err(invalid(key("token_env"), "is required: the env var holding a read token"));
-                }
-            }
-            if !(1..=60).contains(&table.timeout_seconds) {
-                return Err(invalid(key("timeout_seconds"), "must be from 1 to 60"));
-            }
-            if table.max_calls_per_minute == Some(0) {
-                return Err(invalid(key("max_calls_per_minute"), "must be at least 1"));
-            }
+            table.validate(name, kind).map_err(|(key, message)| invalid(key, message))?;
         }
         Ok(())
     }
@@ -251,10 +208,7 @@ impl Config {
     /// The PostgreSQL password from `store.password_env`, if the config names one.
     pub fn store_password(&self) -> Result<Option<SecretString>, Error> {
         let Some(env) = &self.store.password_env else { return Ok(None) };
-        match std::env::var(env) {
-            Ok(password) if !password.is_empty() => Ok(Some(SecretString::from(password))),
-            _ => Err(invalid("store.password_env", format!("the environment variable {env} is not set"))),
-        }
+        secret_from_env(env).map(Some).map_err(|message| invalid("store.password_env", message))
     }
 }
 

@@ -2,14 +2,73 @@
 
 use serde_json::{Map, Value};
 
-/// Which CI system issued a job's token; decides how its claims are mapped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+/// Which CI system issued a job's token. What the broker knows of each lives in its folder under
+/// `ci/`, reached through `CiKind::ci`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CiKind {
     Github,
     Gitlab,
     Buildkite,
     Circleci,
+}
+
+impl CiKind {
+    /// Every CI, in the order `ci-creds get` looks for a job's token.
+    pub const ALL: [CiKind; 4] = [Self::Github, Self::Gitlab, Self::Buildkite, Self::Circleci];
+
+    /// The CI's name wherever a user sees or writes it: an issuer's `kind`, `[webhooks.<name>]`,
+    /// `/v1/webhooks/<name>`, metric labels, audit text and stored records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Github => "github",
+            Self::Gitlab => "gitlab",
+            Self::Buildkite => "buildkite",
+            Self::Circleci => "circleci",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// The names, as an error lists them: `github, gitlab, …`.
+    pub fn names() -> String {
+        Self::ALL.map(Self::name).join(", ")
+    }
+}
+
+impl serde::Serialize for CiKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CiKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        Self::from_name(&name).ok_or_else(|| {
+            serde::de::Error::custom(format_args!("unknown variant `{name}`, expected one of {}", quoted_names()))
+        })
+    }
+}
+
+fn quoted_names() -> String {
+    CiKind::ALL.map(|kind| format!("`{}`", kind.name())).join(", ")
+}
+
+/// Which of a runner's facts tell its host apart from every other, for single-use tiers. Each
+/// CI's claim mapping says which, since what a runner id names differs between CIs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RunnerKey {
+    /// No fact this CI gives names a host.
+    #[default]
+    Unknown,
+    /// The runner's id.
+    Id,
+    /// The runner's id with its name.
+    IdAndName,
+    /// The runner manager: the host, where the id names a configuration many hosts share.
+    Manager,
 }
 
 /// A trigger that runs with the target repository's trust on behalf of someone who may not have
@@ -50,6 +109,8 @@ pub struct Job {
     pub runner_environment: Option<String>,
     /// What is known of the runner beyond its environment, each fact with its source.
     pub runner: Runner,
+    /// Which runner facts identify its host, as the job's CI says.
+    pub runner_key_by: RunnerKey,
     pub dangerous_trigger: Option<DangerousTrigger>,
     /// Identifies this one token for replay protection: its `jti`, or the SHA-256 of its text.
     pub token_id: String,
@@ -60,20 +121,19 @@ pub struct Job {
 }
 
 impl Job {
-    /// What tells this job's runner host from others across jobs, for single-use tiers: GitHub's
-    /// runner id with its name, Buildkite's agent id, GitLab's runner manager (a GitLab runner id
-    /// names a configuration that many autoscaled hosts share). `Err` names what is missing.
+    /// What tells this job's runner host from others across jobs, for single-use tiers, as the
+    /// job's CI says (`runner_key_by`). `Err` names the fact that is missing.
     pub fn runner_key(&self) -> Result<String, &'static str> {
         let runner = &self.runner;
-        match self.kind {
-            Some(CiKind::Github) => match (&runner.id, &runner.name) {
+        match self.runner_key_by {
+            RunnerKey::IdAndName => match (&runner.id, &runner.name) {
                 (Some(id), Some(name)) => Ok(format!("{}/{}", id.value, name.value)),
                 (None, _) => Err("runner_id"),
                 (Some(_), None) => Err("runner_name"),
             },
-            Some(CiKind::Buildkite) => runner.id.as_ref().map(|id| id.value.clone()).ok_or("runner_id"),
-            Some(CiKind::Gitlab) => runner.manager.as_ref().map(|m| m.value.clone()).ok_or("runner_manager"),
-            Some(CiKind::Circleci) | None => Err("runner_id"),
+            RunnerKey::Id => runner.id.as_ref().map(|id| id.value.clone()).ok_or("runner_id"),
+            RunnerKey::Manager => runner.manager.as_ref().map(|m| m.value.clone()).ok_or("runner_manager"),
+            RunnerKey::Unknown => Err("runner_id"),
         }
     }
 
@@ -157,5 +217,69 @@ impl Runner {
         take(&mut self.queue, other.queue);
         take(&mut self.runner_type, other.runner_type);
         take(&mut self.manager, other.manager);
+    }
+}
+
+/// The runner a job ran on, as one source told it: how the store keeps it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunnerFacts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manager: Option<String>,
+    /// `ci_api`, or the webhook it came from (`webhook:github`). Kept last: the store tells the
+    /// API's facts by how their JSON ends.
+    pub source: String,
+}
+
+/// Labels, names and ids are bounded as they are kept: a hostile answer cannot grow a record.
+pub const MAX_FACT_CHARS: usize = 256;
+pub const MAX_LABELS: usize = 64;
+
+/// A fact cut to size, control characters dropped: a hostile answer or delivery cannot grow a
+/// record or forge a log line.
+pub fn bounded_fact(value: impl ToString) -> String {
+    value.to_string().chars().filter(|c| !c.is_control()).take(MAX_FACT_CHARS).collect()
+}
+
+impl RunnerFacts {
+    /// Every fact bounded (`bounded_fact`), and at most `MAX_LABELS` labels.
+    pub fn bounded(self) -> Self {
+        Self {
+            id: self.id.map(bounded_fact),
+            name: self.name.map(bounded_fact),
+            group: self.group.map(bounded_fact),
+            labels: self.labels.into_iter().take(MAX_LABELS).map(bounded_fact).collect(),
+            queue: self.queue.map(bounded_fact),
+            runner_type: self.runner_type.map(bounded_fact),
+            manager: self.manager.map(bounded_fact),
+            source: bounded_fact(self.source),
+        }
+    }
+
+    /// The facts as a job's runner, each tagged with this report's source.
+    pub fn to_runner(&self) -> Runner {
+        let source = if self.source == "ci_api" { FactSource::CiApi } else { FactSource::Webhook };
+        let told = |value: &Option<String>| value.clone().map(|v| Sourced::new(v, source));
+        Runner {
+            id: told(&self.id),
+            name: told(&self.name),
+            group: told(&self.group),
+            labels: (!self.labels.is_empty()).then(|| Sourced::new(self.labels.clone(), source)),
+            queue: told(&self.queue),
+            runner_type: told(&self.runner_type),
+            manager: told(&self.manager),
+            unavailable: None,
+        }
     }
 }

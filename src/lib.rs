@@ -15,10 +15,12 @@ pub mod api {
 }
 pub mod audit;
 pub mod backends;
+pub mod ci;
 pub mod ci_api;
 pub mod client;
 pub mod config;
 pub mod dev;
+pub mod env_secret;
 #[cfg(feature = "server")]
 pub mod fleet;
 pub mod identity;

@@ -257,7 +257,7 @@ pub fn job_ended(source: &'static str) {
 pub fn ci_api_call(
     issuer: &str,
     during: &'static str,
-    answer: &Result<crate::ci_api::JobReport, crate::ci_api::Error>,
+    answer: &Result<crate::ci::JobReport, crate::ci_api::Error>,
     elapsed: Duration,
 ) {
     use crate::ci_api::Error;

@@ -100,3 +100,42 @@ impl HttpClient {
         serde_json::from_slice(&body).map_err(|e| format!("the document does not parse: {e}"))
     }
 }
+
+/// Characters a path segment carries as they are: RFC 3986's unreserved set (§2.3), which
+/// producers should not encode. Everything else is percent-encoded: `/` so a value stays one
+/// segment, `%` and reserved characters so none is read as syntax.
+const UNRESERVED: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// `value` as one path segment of a URL. A value of `.` or `..` has its dots encoded, so no
+/// value can become a dot-segment that climbs the path.
+pub fn path_segment(value: &str) -> String {
+    match value {
+        "." => "%2E".to_owned(),
+        ".." => "%2E%2E".to_owned(),
+        _ => percent_encoding::utf8_percent_encode(value, UNRESERVED).to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::path_segment;
+
+    #[test]
+    fn a_path_segment_encodes_only_what_a_segment_needs() {
+        for (value, segment) in [
+            ("octo-org", "octo-org"),
+            ("Octo_Repo.v2~x", "Octo_Repo.v2~x"),
+            ("0184990a-477b-4fa8", "0184990a-477b-4fa8"),
+            ("a/b", "a%2Fb"),
+            ("app/..", "app%2F.."),
+            ("..", "%2E%2E"),
+            (".", "%2E"),
+            ("...", "..."),
+            ("a b?c#d%e", "a%20b%3Fc%23d%25e"),
+            ("häm", "h%C3%A4m"),
+        ] {
+            assert_eq!(path_segment(value), segment, "{value}");
+        }
+    }
+}

@@ -7,7 +7,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ci_creds::lifecycle::webhooks::{self, Verdict, WebhookSource};
+use ci_creds::ci::Verdict;
+use ci_creds::job::CiKind;
 use hmac::{Hmac, Mac};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use secrecy::SecretString;
@@ -17,9 +18,9 @@ use crate::split_at_first;
 
 pub const SECRET: &str = "fuzz-webhook-secret";
 
-pub fn fuzz(source: WebhookSource, data: &[u8]) {
+pub fn fuzz(source: CiKind, data: &[u8]) {
     let Some((headers, body)) = delivery(source, data) else { return };
-    match webhooks::read(source, &headers, body, &SecretString::from(SECRET)) {
+    match source.ci().read_webhook(&headers, body, &SecretString::from(SECRET)) {
         Ok(Verdict::End { job_id, .. }) => assert!(!job_id.is_empty(), "a job end names its job"),
         Ok(Verdict::Started { job_id, runner }) => {
             assert!(!job_id.is_empty(), "a start names its job");
@@ -33,7 +34,7 @@ pub fn fuzz(source: WebhookSource, data: &[u8]) {
 }
 
 /// The headers and the body `data` describes, authenticated when its flags ask for it.
-fn delivery(source: WebhookSource, data: &[u8]) -> Option<(HeaderMap, &[u8])> {
+fn delivery(source: CiKind, data: &[u8]) -> Option<(HeaderMap, &[u8])> {
     let (&flags, rest) = data.split_first()?;
     let (head, body) = split_at_first(rest, b"\n\n");
     let mut headers = HeaderMap::new();
@@ -49,13 +50,13 @@ fn delivery(source: WebhookSource, data: &[u8]) -> Option<(HeaderMap, &[u8])> {
     Some((headers, body))
 }
 
-fn authenticate(source: WebhookSource, flags: u8, headers: &mut HeaderMap, body: &[u8]) {
+fn authenticate(source: CiKind, flags: u8, headers: &mut HeaderMap, body: &[u8]) {
     let (name, value) = match source {
-        WebhookSource::Github => ("x-hub-signature-256", format!("sha256={}", hmac_hex(&[body]))),
-        WebhookSource::Gitlab => ("x-gitlab-token", SECRET.to_owned()),
-        WebhookSource::Circleci => ("circleci-signature", format!("v1={}", hmac_hex(&[body]))),
-        WebhookSource::Buildkite if flags & 2 != 0 => ("x-buildkite-token", SECRET.to_owned()),
-        WebhookSource::Buildkite => {
+        CiKind::Github => ("x-hub-signature-256", format!("sha256={}", hmac_hex(&[body]))),
+        CiKind::Gitlab => ("x-gitlab-token", SECRET.to_owned()),
+        CiKind::Circleci => ("circleci-signature", format!("v1={}", hmac_hex(&[body]))),
+        CiKind::Buildkite if flags & 2 != 0 => ("x-buildkite-token", SECRET.to_owned()),
+        CiKind::Buildkite => {
             let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
             let timestamp = now.to_string();
             let signature = hmac_hex(&[timestamp.as_bytes(), b".", body]);
@@ -81,15 +82,15 @@ mod tests {
     #[test]
     fn each_cis_completion_seed_authenticates_and_ends_its_job() {
         for (source, target, seeds) in [
-            (WebhookSource::Github, "webhook_github", &["completed"][..]),
-            (WebhookSource::Gitlab, "webhook_gitlab", &["success"][..]),
-            (WebhookSource::Buildkite, "webhook_buildkite", &["finished-signed", "finished-token"][..]),
-            (WebhookSource::Circleci, "webhook_circleci", &["completed"][..]),
+            (CiKind::Github, "webhook_github", &["completed"][..]),
+            (CiKind::Gitlab, "webhook_gitlab", &["success"][..]),
+            (CiKind::Buildkite, "webhook_buildkite", &["finished-signed", "finished-token"][..]),
+            (CiKind::Circleci, "webhook_circleci", &["completed"][..]),
         ] {
             for seed in seeds {
                 let data = std::fs::read(format!("{}/corpus/{target}/{seed}", env!("CARGO_MANIFEST_DIR"))).unwrap();
                 let (headers, body) = delivery(source, &data).unwrap();
-                let verdict = webhooks::read(source, &headers, body, &SecretString::from(SECRET));
+                let verdict = source.ci().read_webhook(&headers, body, &SecretString::from(SECRET));
                 assert!(matches!(verdict, Ok(Verdict::End { .. })), "{target}/{seed}: {verdict:?}");
             }
         }

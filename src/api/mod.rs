@@ -24,6 +24,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::job::CiKind;
 use crate::lifecycle::Broker;
 use limits::LimitsConfig;
 
@@ -53,13 +54,12 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 }
 
 fn routes() -> OpenApiRouter<Arc<Broker>> {
-    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+    let routes = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(credentials::create))
-        .routes(routes!(webhooks::revoke_own_job))
-        .routes(routes!(webhooks::github))
-        .routes(routes!(webhooks::gitlab))
-        .routes(routes!(webhooks::buildkite))
-        .routes(routes!(webhooks::circleci))
+        .routes(routes!(webhooks::revoke_own_job));
+    CiKind::ALL
+        .into_iter()
+        .fold(routes, |routes, kind| routes.routes(webhooks::route(kind)))
         .routes(routes!(health::live))
         .routes(routes!(health::ready))
         .routes(routes!(metrics::scrape))

@@ -1,4 +1,4 @@
-//! `POST /v1/webhooks/{github,gitlab,buildkite,circleci}` and `POST /v1/jobs/self/revoke`.
+//! `POST /v1/webhooks/<ci>`, one for each CI, and `POST /v1/jobs/self/revoke`.
 
 use std::sync::Arc;
 
@@ -7,18 +7,24 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::routing::post;
 use secrecy::ExposeSecret;
 use serde_json::json;
+use utoipa::openapi::HttpMethod;
+use utoipa::openapi::path::{PathItem, Paths};
+use utoipa_axum::router::UtoipaMethodRouter;
+use utoipa_axum::routes;
 
 use super::ApiError;
 use super::body::read_limited;
 use super::credentials::bearer_token;
 use super::openapi::{ErrorResponse, JobEndBody, WebhookAck};
+use crate::job::CiKind;
 use crate::lifecycle::Broker;
-use crate::lifecycle::webhooks::{WebhookOutcome, WebhookSource};
+use crate::lifecycle::webhooks::WebhookOutcome;
 use crate::metrics;
 
-/// What every webhook endpoint answers; documented once for all three.
+/// What every webhook endpoint answers; documented once for all of them.
 #[derive(utoipa::IntoResponses)]
 #[allow(dead_code)]
 enum WebhookResponses {
@@ -51,48 +57,30 @@ enum WebhookResponses {
 /// Webhook bodies larger than any job event are refused.
 pub const MAX_WEBHOOK_BYTES: usize = 1024 * 1024;
 
-/// GitHub `workflow_job` deliveries, signed with `X-Hub-Signature-256`.
-#[utoipa::path(post, path = "/v1/webhooks/github", tag = "webhooks",
+/// The documentation every `/v1/webhooks/<ci>` shares; `route` gives each CI its own path,
+/// operation id and summary.
+#[utoipa::path(post, path = "/v1/webhooks/ci", tag = "webhooks",
     request_body(content = serde_json::Value, description = "The CI system's delivery, as sent"),
     responses(WebhookResponses))]
-pub async fn github(State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
-    receive(&broker, WebhookSource::Github, &headers, body).await
+async fn documented() -> StatusCode {
+    StatusCode::NOT_FOUND
 }
 
-/// GitLab Job Hook deliveries, authenticated by `X-Gitlab-Token`.
-#[utoipa::path(post, path = "/v1/webhooks/gitlab", tag = "webhooks",
-    request_body(content = serde_json::Value, description = "The CI system's delivery, as sent"),
-    responses(WebhookResponses))]
-pub async fn gitlab(State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
-    receive(&broker, WebhookSource::Gitlab, &headers, body).await
+/// `POST /v1/webhooks/<name>` for the CI `kind`, with its documentation.
+pub fn route(kind: CiKind) -> UtoipaMethodRouter<Arc<Broker>> {
+    let (schemas, documented, _): UtoipaMethodRouter<Arc<Broker>> = routes!(documented);
+    let mut operation = documented.paths.into_values().find_map(|item| item.post).expect("a documented POST");
+    operation.operation_id = Some(kind.name().to_owned());
+    operation.summary = Some(kind.ci().webhook_summary().to_owned());
+    let path = format!("/v1/webhooks/{}", kind.name());
+    let paths = Paths::builder().path(path, PathItem::new(HttpMethod::Post, operation)).build();
+    let handler = post(move |State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body| async move {
+        receive(&broker, kind, &headers, body).await
+    });
+    (schemas, paths, handler)
 }
 
-/// Buildkite `job.finished` deliveries, by `X-Buildkite-Token` or `X-Buildkite-Signature`.
-#[utoipa::path(post, path = "/v1/webhooks/buildkite", tag = "webhooks",
-    request_body(content = serde_json::Value, description = "The CI system's delivery, as sent"),
-    responses(WebhookResponses))]
-pub async fn buildkite(
-    State(broker): State<Arc<Broker>>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    receive(&broker, WebhookSource::Buildkite, &headers, body).await
-}
-
-/// CircleCI `job-completed` deliveries, signed with `circleci-signature: v1=…`.
-#[utoipa::path(post, path = "/v1/webhooks/circleci", tag = "webhooks",
-    request_body(content = serde_json::Value, description = "The CI system's delivery, as sent"),
-    responses(WebhookResponses))]
-pub async fn circleci(State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
-    receive(&broker, WebhookSource::Circleci, &headers, body).await
-}
-
-async fn receive(
-    broker: &Broker,
-    source: WebhookSource,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
+async fn receive(broker: &Broker, source: CiKind, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
     let outcome = match read_limited(body, MAX_WEBHOOK_BYTES).await {
         Ok(body) => broker.webhook(source, headers, &body).await.map_err(ApiError::from),
         Err(error) => Err(error),

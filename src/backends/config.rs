@@ -1,8 +1,10 @@
 //! `[vault]` and `[aws]` in the broker's config, apart from the backends that use them so the
 //! config parses without the backends' SDKs.
 
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
+
+use crate::env_secret::secret_from_env;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -22,10 +24,7 @@ fn default_token_env() -> String {
 
 impl VaultConfig {
     pub fn token(&self) -> Result<SecretString, String> {
-        match std::env::var(&self.token_env) {
-            Ok(token) if !token.is_empty() => Ok(SecretString::from(token)),
-            _ => Err(format!("the environment variable {} is not set", self.token_env)),
-        }
+        secret_from_env(&self.token_env)
     }
 }
 
@@ -61,11 +60,11 @@ fn default_github_api_url() -> String {
 
 impl GithubConfig {
     pub fn private_key(&self) -> Result<SecretString, String> {
-        match std::env::var(&self.private_key_env) {
-            Ok(key) if key.contains("PRIVATE KEY") => Ok(SecretString::from(key)),
-            Ok(_) => Err(format!("the environment variable {} does not hold a PEM private key", self.private_key_env)),
-            Err(_) => Err(format!("the environment variable {} is not set", self.private_key_env)),
+        let key = secret_from_env(&self.private_key_env)?;
+        if !key.expose_secret().contains("PRIVATE KEY") {
+            return Err(format!("the environment variable {} does not hold a PEM private key", self.private_key_env));
         }
+        Ok(key)
     }
 }
 

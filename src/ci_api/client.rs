@@ -7,23 +7,24 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
+use super::Error;
 use super::config::{CiApiConfig, CiApisConfig, OnUnavailable};
-use super::github::AppTokens;
-use super::http::{self, Auth};
-use super::status::api_name;
-use super::{Error, JobLocator, JobReport, parse_agent_tags, parse_answer};
-use crate::backends::github::app::GithubApp;
+use super::http;
+use crate::ci::{AppTokenError, AppTokens, JobApi, JobLocator, JobReport};
+use crate::env_secret::secret_from_env;
 use crate::identity::IssuerConfig;
 use crate::job::CiKind;
 
 enum Credentials {
     Token(SecretString),
-    GithubApp(Box<AppTokens>),
+    /// An App's installation tokens, for a CI whose API `takes_app`.
+    App(Box<AppTokens>),
 }
 
 pub struct CiApi {
     pub issuer: String,
     pub kind: CiKind,
+    api: &'static dyn JobApi,
     pub check_running: bool,
     pub on_unavailable: OnUnavailable,
     /// Calls a minute, as configured or by default.
@@ -31,24 +32,13 @@ pub struct CiApi {
     api_url: String,
     credentials: Credentials,
     http: reqwest::Client,
-    /// Buildkite agents' tags by agent id: asked once per agent, kept a while.
-    agent_tags: moka::future::Cache<String, Arc<Vec<String>>>,
+    /// Runners' labels by runner id, where the CI tells them apart from its job answers (Buildkite's
+    /// agents): asked once per runner, kept a while.
+    runner_labels: moka::future::Cache<String, Arc<Vec<String>>>,
 }
 
-/// How long a Buildkite agent's tags are reused; agents rarely change tags while they live.
-const AGENT_TAGS_KEPT: Duration = Duration::from_secs(600);
-
-/// Within each CI's published limits with room to spare: GitHub allows an App installation
-/// 5,000 requests an hour (83 a minute), GitLab.com 2,000 a minute per user, Buildkite 200 a
-/// minute per organization.
-pub fn default_calls_per_minute(kind: CiKind) -> u32 {
-    match kind {
-        CiKind::Github => 60,
-        CiKind::Gitlab => 600,
-        CiKind::Buildkite => 100,
-        CiKind::Circleci => 0,
-    }
-}
+/// How long a runner's labels are reused; agents rarely change tags while they live.
+const RUNNER_LABELS_KEPT: Duration = Duration::from_secs(600);
 
 /// One question's answer, and the pause the CI's rate-limit headers asked for with it.
 pub struct Asked {
@@ -69,29 +59,22 @@ impl CiApi {
     }
 
     pub fn api_name(&self) -> &'static str {
-        api_name(self.kind)
+        self.api.name()
     }
 
     async fn ask_for(&self, locator: &JobLocator, pause: &mut Option<Duration>) -> Result<JobReport, Error> {
-        let api = api_name(self.kind);
+        let api = self.api.name();
         if locator.kind() != self.kind {
             return Err(Error::NoLocator { api, reason: "the job was recorded for another CI" });
         }
         let url = format!("{}{}", self.api_url, locator.path());
         let answer = match &self.credentials {
-            Credentials::Token(token) => {
-                let auth = if self.kind == CiKind::Gitlab { Auth::PrivateToken(token) } else { Auth::Bearer(token) };
-                http::get(&self.http, self.kind, &url, auth).await
-            }
-            Credentials::GithubApp(tokens) => {
-                let JobLocator::Github { repository, .. } = locator else {
-                    return Err(Error::NoLocator { api, reason: "the job was recorded for another CI" });
-                };
-                match tokens.token_for(repository).await {
-                    Ok(token) => http::get(&self.http, self.kind, &url, Auth::Bearer(&token.0)).await,
-                    Err(error) => Err(error),
-                }
-            }
+            Credentials::Token(token) => http::get(&self.http, self.api, &url, token).await,
+            Credentials::App(tokens) => match tokens.token_for(locator).await {
+                Ok(token) => http::get(&self.http, self.api, &url, &token.0).await,
+                Err(AppTokenError::Paused { seconds }) => Err(Error::Paused { api, seconds }),
+                Err(AppTokenError::Refused(reason)) => Err(Error::Auth { api, reason }),
+            },
         };
         let answer = match answer {
             Ok(answer) => answer,
@@ -103,37 +86,42 @@ impl CiApi {
         };
         *pause = answer.pause;
         let mut report = match answer.status {
-            200 => parse_answer(self.kind, &answer.body)?,
+            200 => self.api.read_answer(locator, &answer.body).map_err(|reason| Error::Malformed { api, reason })?,
             status => return Err(Error::Status { api, status }),
         };
         if let Some(runner) = report.runner.as_mut().filter(|runner| runner.labels.is_empty())
-            && let Some(agent_id) = runner.id.clone()
-            && let Some(path) = locator.agent_path(&agent_id)
+            && let Some(runner_id) = runner.id.clone()
+            && let Some(path) = self.api.runner_labels_path(locator, &runner_id)
             && let Credentials::Token(token) = &self.credentials
         {
-            runner.labels = self.agent_tags(agent_id, path, token).await;
+            runner.labels = self.runner_labels(runner_id, path, token).await;
         }
         Ok(report)
     }
 
-    /// A Buildkite agent's tags, cached per agent. Unreadable means none: the labels stay
-    /// unknown, and a condition on them is false.
-    async fn agent_tags(&self, agent_id: String, path: String, token: &SecretString) -> Vec<String> {
+    /// A runner's labels, cached per runner. Unreadable means none: the labels stay unknown, and
+    /// a condition on them is false.
+    async fn runner_labels(&self, runner_id: String, path: String, token: &SecretString) -> Vec<String> {
+        let api = self.api.name();
         let asked = self
-            .agent_tags
-            .try_get_with(agent_id, async {
+            .runner_labels
+            .try_get_with(runner_id, async {
                 let url = format!("{}{path}", self.api_url);
-                let answer = http::get(&self.http, self.kind, &url, Auth::Bearer(token)).await?;
+                let answer = http::get(&self.http, self.api, &url, token).await?;
                 match answer.status {
-                    200 => parse_agent_tags(&answer.body).map(Arc::new),
-                    status => Err(Error::Status { api: api_name(self.kind), status }),
+                    200 => self
+                        .api
+                        .read_runner_labels(&answer.body)
+                        .map(Arc::new)
+                        .map_err(|reason| Error::Malformed { api, reason }),
+                    status => Err(Error::Status { api, status }),
                 }
             })
             .await;
         match asked {
-            Ok(tags) => tags.as_ref().clone(),
+            Ok(labels) => labels.as_ref().clone(),
             Err(error) => {
-                tracing::warn!(issuer = %self.issuer, %error, "cannot read the Buildkite agent's tags");
+                tracing::warn!(issuer = %self.issuer, %error, "cannot read the runner's labels");
                 Vec::new()
             }
         }
@@ -177,32 +165,34 @@ impl CiApis {
 fn build(name: &str, kind: CiKind, table: &CiApiConfig) -> Result<CiApi, Error> {
     let key = |field: &str| format!("ci_api.{name}.{field}");
     let config_error = |field: &str, message: String| Error::Config { key: key(field), message };
-    let secret = |field: &str, env: &str| match std::env::var(env) {
-        Ok(value) if !value.trim().is_empty() => Ok(SecretString::from(value.trim().to_owned())),
-        _ => Err(config_error(field, format!("the environment variable {env} is not set"))),
-    };
+    let api = kind.ci().api().ok_or_else(|| Error::Config {
+        key: format!("ci_api.{name}"),
+        message: format!("{} has no job API the broker asks", kind.ci().title()),
+    })?;
+    let secret = |field: &str, env: &str| secret_from_env(env).map_err(|message| config_error(field, message));
     let timeout = Duration::from_secs(table.timeout_seconds);
     let api_url = table.api_url.trim_end_matches('/').to_owned();
     let credentials = match (&table.app_id, &table.private_key_env, &table.token_env) {
-        (Some(app_id), Some(key_env), None) => {
+        (Some(app_id), Some(key_env), None) if api.takes_app() => {
             let pem = secret("private_key_env", key_env)?;
-            let app = GithubApp::new(&api_url, app_id, &pem, timeout)
-                .map_err(|e| config_error("private_key_env", e.to_string()))?;
-            Credentials::GithubApp(Box::new(AppTokens::new(app)))
+            let tokens = AppTokens::new(&api_url, app_id, &pem, timeout)
+                .map_err(|message| config_error("private_key_env", message))?;
+            Credentials::App(Box::new(tokens))
         }
         (None, None, Some(token_env)) => Credentials::Token(secret("token_env", token_env)?),
         _ => return Err(config_error("token_env", "give either token_env, or app_id with private_key_env".into())),
     };
-    let calls_per_minute = table.max_calls_per_minute.unwrap_or_else(|| default_calls_per_minute(kind));
+    let calls_per_minute = table.max_calls_per_minute.unwrap_or_else(|| api.default_calls_per_minute());
     Ok(CiApi {
         issuer: name.to_owned(),
         kind,
+        api,
         check_running: table.check_running,
         on_unavailable: table.on_unavailable,
         calls_per_minute,
         api_url,
         credentials,
         http: http::client(timeout).map_err(|e| config_error("api_url", e.to_string()))?,
-        agent_tags: moka::future::Cache::builder().max_capacity(10_000).time_to_live(AGENT_TAGS_KEPT).build(),
+        runner_labels: moka::future::Cache::builder().max_capacity(10_000).time_to_live(RUNNER_LABELS_KEPT).build(),
     })
 }

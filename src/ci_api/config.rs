@@ -5,6 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::job::CiKind;
+use crate::net::check_url_scheme;
+
 /// Every `[ci_api.<issuer>]` table, by issuer name.
 pub type CiApisConfig = BTreeMap<String, CiApiConfig>;
 
@@ -46,6 +49,54 @@ pub enum OnUnavailable {
     Allow,
     /// Refuse the exchange with 503 `ci_unavailable`.
     Refuse,
+}
+
+impl CiApiConfig {
+    /// Checks `[ci_api.<name>]` for an issuer of `kind`; an error names the key.
+    pub fn validate(&self, name: &str, kind: CiKind) -> Result<(), (String, String)> {
+        let key = |field: &str| format!("ci_api.{name}.{field}");
+        let invalid = |field: &str, message: &str| Err((key(field), message.to_owned()));
+        let Some(api) = kind.ci().api() else {
+            let message = format!("{} has no job API the broker asks; use its webhook", kind.ci().title());
+            return Err((format!("ci_api.{name}"), message));
+        };
+        check_url_scheme(&self.api_url).map_err(|e| (key("api_url"), e))?;
+        let app = self.app_id.is_some() || self.private_key_env.is_some();
+        let either = "give either token_env, or app_id with private_key_env";
+        match (api.takes_app(), app, &self.token_env) {
+            (true, true, None) => {
+                let (Some(app_id), Some(_)) = (&self.app_id, &self.private_key_env) else {
+                    return invalid("app_id", "app_id and private_key_env go together");
+                };
+                if app_id.is_empty() || !app_id.bytes().all(|b| b.is_ascii_digit()) {
+                    return invalid("app_id", "must be the App's numeric id");
+                }
+            }
+            (true, true, Some(_)) | (true, false, None) => return invalid("token_env", either),
+            (_, false, Some(_)) => {}
+            (false, true, _) => {
+                return invalid("app_id", &format!("only a {} issuer's API takes an App", app_ci_title()));
+            }
+            (false, false, None) => return invalid("token_env", "is required: the env var holding a read token"),
+        }
+        if !(1..=60).contains(&self.timeout_seconds) {
+            return invalid("timeout_seconds", "must be from 1 to 60");
+        }
+        if self.max_calls_per_minute == Some(0) {
+            return invalid("max_calls_per_minute", "must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// The CIs whose API takes an App, as prose names them.
+fn app_ci_title() -> String {
+    let titles: Vec<&str> = CiKind::ALL
+        .into_iter()
+        .filter(|kind| kind.ci().api().is_some_and(|api| api.takes_app()))
+        .map(|kind| kind.ci().title())
+        .collect();
+    titles.join(" or ")
 }
 
 fn yes() -> bool {

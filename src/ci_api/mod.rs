@@ -1,6 +1,6 @@
-//! The CI's own REST API, asked whether a job still runs and which runner it ran on: GitHub's
-//! jobs API (through a GitHub App, or a token), GitLab's and Buildkite's with a read token. One
-//! optional client per issuer, with its own timeout, call budget and rate-limit pauses.
+//! The CI's own REST API, asked whether a job still runs and which runner it ran on. One
+//! optional client per issuer, with its own timeout, call budget and rate-limit pauses; what
+//! each CI's API answers and how it is called is the CI's own (`ci/<ci>/api.rs`).
 //!
 //! An answer is untrusted input, like a token: bounded in size, strictly typed, and anything
 //! that cannot be read (a redirect, a 4xx including 404, a 5xx, a timeout) is an error, which
@@ -10,18 +10,11 @@
 mod client;
 pub mod config;
 #[cfg(feature = "server")]
-mod github;
-#[cfg(feature = "server")]
 mod http;
-mod locator;
-mod status;
 
 #[cfg(feature = "server")]
 pub use client::{Asked, CiApi, CiApis};
 pub use config::{CiApiConfig, CiApisConfig, OnUnavailable};
-pub use locator::JobLocator;
-pub(crate) use status::GithubRunner;
-pub use status::{JobReport, Liveness, RunnerFacts, parse_agent_tags, parse_answer};
 
 use thiserror::Error;
 

@@ -22,3 +22,12 @@ pub enum Error {
     #[error("the keys of issuer `{issuer}` could not be fetched: {reason}")]
     KeysUnavailable { issuer: String, reason: String },
 }
+
+impl From<crate::ci::ClaimsError> for Error {
+    fn from(error: crate::ci::ClaimsError) -> Self {
+        match error {
+            crate::ci::ClaimsError::Missing(claim) => Self::MissingClaim(claim),
+            crate::ci::ClaimsError::WrongType(reason) => Self::WrongClaimType(reason),
+        }
+    }
+}

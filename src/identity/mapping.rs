@@ -3,19 +3,14 @@
 
 use serde_json::Value;
 
-use super::{Error, buildkite, circleci, claims, github, gitlab};
+use super::{Error, claims};
 use crate::job::{CiKind, Job};
 
 /// Maps already-trusted claims onto a job of issuer `issuer` (the configured name policy uses).
 /// `token_id` and `expires_at` come from `jti` and `exp` when present; the verifier sets its own.
 /// The claims are kept in the job (for `claims:` conditions), so they are taken, not copied.
 pub fn job_from_claims(kind: CiKind, issuer: &str, claims: Value) -> Result<Job, Error> {
-    let mut job = match kind {
-        CiKind::Github => github::job(issuer, &claims)?,
-        CiKind::Gitlab => gitlab::job(issuer, &claims)?,
-        CiKind::Buildkite => buildkite::job(issuer, &claims)?,
-        CiKind::Circleci => circleci::job(issuer, &claims)?,
-    };
+    let mut job = kind.ci().job(issuer, &claims)?;
     if let Some(jti) = claims.get("jti").and_then(Value::as_str) {
         job.token_id = format!("jti:{jti}");
     }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::claims::{self, Registered};
+use super::claims::Registered;
 use super::keys::FixedKeys;
 use super::{Error, IssuerConfig, KeyStore, job_from_claims};
 use crate::job::Job;
@@ -101,7 +101,7 @@ impl Verifier {
         key.check_fits(header.alg)?;
         let verified = jsonwebtoken::decode::<Value>(token, &key.key, validation).map_err(invalid)?;
         let claims = verified.claims;
-        let registered: Registered = claims::decode(&claims)?;
+        let registered = Registered::of(&claims)?;
         check_issued_at(registered.iat)?;
         let mut job = job_from_claims(issuer.kind, &issuer.name, claims)?;
         job.token_id = match registered.jti {

@@ -4,7 +4,8 @@
 use std::time::Instant;
 
 use super::Broker;
-use crate::ci_api::{CiApi, Error, JobLocator, JobReport};
+use crate::ci::{JobLocator, JobReport};
+use crate::ci_api::{CiApi, Error};
 use crate::store::{self, now_ms};
 
 impl Broker {

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Broker, EndedBy, Error};
-use crate::ci_api::{JobLocator, Liveness, OnUnavailable, RunnerFacts};
-use crate::job::Job;
+use crate::ci::{JobLocator, Liveness};
+use crate::ci_api::OnUnavailable;
+use crate::job::{Job, RunnerFacts};
 use crate::store::{JobCiFacts, now_ms};
 
 /// What the check found, to be written with the job and told in the audit event.

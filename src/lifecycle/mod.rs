@@ -154,7 +154,7 @@ pub struct Broker {
 
 /// Jobs found running, with the runner the answer named.
 #[cfg(feature = "server")]
-pub type RunningCache = moka::future::Cache<(String, String), Option<std::sync::Arc<crate::ci_api::RunnerFacts>>>;
+pub type RunningCache = moka::future::Cache<(String, String), Option<std::sync::Arc<crate::job::RunnerFacts>>>;
 
 /// How long a "running" answer is reused for the same job's exchanges.
 #[cfg(feature = "server")]
@@ -163,4 +163,13 @@ pub const RUNNING_ANSWER_REUSE: Duration = Duration::from_secs(5);
 #[cfg(feature = "server")]
 pub fn running_cache() -> RunningCache {
     moka::future::Cache::builder().max_capacity(100_000).time_to_live(RUNNING_ANSWER_REUSE).build()
+}
+
+impl From<crate::ci::WebhookError> for Error {
+    fn from(error: crate::ci::WebhookError) -> Self {
+        match error {
+            crate::ci::WebhookError::InvalidSignature => Self::InvalidSignature,
+            crate::ci::WebhookError::InvalidRequest(reason) => Self::InvalidRequest(reason),
+        }
+    }
 }

@@ -15,7 +15,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 
 use super::{Broker, EndedBy};
-use crate::ci_api::{CiApi, Error as CiApiError, JobLocator, Liveness};
+use crate::ci::{JobLocator, Liveness};
+use crate::ci_api::{CiApi, Error as CiApiError};
 use crate::store::{self, JobToAsk, now_ms};
 
 /// Calls of one issuer's round in flight at once: enough to cover a budget's worth of jobs well

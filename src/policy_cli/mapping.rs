@@ -35,8 +35,7 @@ struct IssuersOnly {
 }
 
 pub fn parse_kind(text: &str) -> Result<CiKind, String> {
-    serde_json::from_value(Value::String(text.to_owned()))
-        .map_err(|_| format!("`{text}` is not one of github, gitlab, buildkite, circleci"))
+    CiKind::from_name(text).ok_or_else(|| format!("`{text}` is not one of {}", CiKind::names()))
 }
 
 pub(super) fn map(claims: &Value, choice: &MappingChoice) -> Result<Mapped, Error> {
@@ -61,7 +60,7 @@ pub(super) fn map(claims: &Value, choice: &MappingChoice) -> Result<Mapped, Erro
                         .into(),
                 )
             })?;
-            let issuer = kind_name(kind).to_owned();
+            let issuer = kind.name().to_owned();
             let how = format!(
                 "inferred from {why}; issuer name `{issuer}` assumed (pass --config or --issuer if the broker names it differently)"
             );
@@ -69,18 +68,9 @@ pub(super) fn map(claims: &Value, choice: &MappingChoice) -> Result<Mapped, Erro
         }
     };
     let job = job_from_claims(kind, &issuer, claims.clone())
-        .map_err(|source| Error::Identity { kind: kind_name(kind), source })?;
-    let how = format!("issuer `{issuer}`, kind {}: {how}", kind_name(kind));
+        .map_err(|source| Error::Identity { kind: kind.name(), source })?;
+    let how = format!("issuer `{issuer}`, kind {}: {how}", kind.name());
     Ok(Mapped { job, how })
-}
-
-pub(super) fn kind_name(kind: CiKind) -> &'static str {
-    match kind {
-        CiKind::Github => "github",
-        CiKind::Gitlab => "gitlab",
-        CiKind::Buildkite => "buildkite",
-        CiKind::Circleci => "circleci",
-    }
 }
 
 fn config_issuers(path: &Path) -> Result<Vec<IssuerConfig>, Error> {
@@ -99,27 +89,17 @@ pub(super) fn config_policy_dir(path: &Path) -> Option<PathBuf> {
 /// by the claims only their tokens carry.
 fn infer(iss: Option<&str>, claims: &Value) -> Option<(CiKind, String)> {
     if let Some(iss) = iss {
-        let known = [
-            ("https://token.actions.githubusercontent.com", CiKind::Github),
-            ("https://gitlab.com", CiKind::Gitlab),
-            ("https://agent.buildkite.com", CiKind::Buildkite),
-            ("https://oidc.circleci.com/org", CiKind::Circleci),
-        ];
-        for (base, kind) in known {
+        let hosted = CiKind::ALL.into_iter().filter_map(|kind| Some((kind.ci().hosted_issuer()?, kind)));
+        for (base, kind) in hosted {
             let below = iss.strip_prefix(base).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
             if below {
                 return Some((kind, format!("iss `{iss}`")));
             }
         }
     }
-    let shapes: [(&str, CiKind); 4] = [
-        ("check_run_id", CiKind::Github),
-        ("job_project_path", CiKind::Gitlab),
-        ("pipeline_slug", CiKind::Buildkite),
-        ("oidc.circleci.com/job-id", CiKind::Circleci),
-    ];
-    shapes
+    CiKind::ALL
         .into_iter()
+        .map(|kind| (kind.ci().telling_claim(), kind))
         .find(|(claim, _)| claims.get(claim).is_some())
         .map(|(claim, kind)| (kind, format!("the `{claim}` claim")))
 }

@@ -40,5 +40,6 @@ mod store_group_commit;
 mod store_runners;
 mod store_schema;
 mod store_suite;
+mod stored_formats;
 mod vault_backend;
 mod vault_dynamic_secret;

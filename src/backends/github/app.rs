@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::backends::Error;
-use crate::net::check_url_scheme;
+use crate::net::{check_url_scheme, path_segment};
 
 const NAME: &str = "github";
 const API_VERSION: &str = "2022-11-28";
@@ -112,7 +112,7 @@ impl GithubApp {
             return Ok(id);
         }
         let jwt = self.app_jwt()?;
-        let owner_path = percent_encoding::utf8_percent_encode(owner, percent_encoding::NON_ALPHANUMERIC);
+        let owner_path = path_segment(owner);
         let id =
             match self.call::<Installation>(Method::GET, &format!("/orgs/{owner_path}/installation"), &jwt, None).await
             {
@@ -138,9 +138,8 @@ impl GithubApp {
         let Some((owner, name)) = repository.split_once('/') else {
             return Err(refused("repository", format!("`{repository}` is not owner/name")));
         };
-        let e = |segment| percent_encoding::utf8_percent_encode(segment, percent_encoding::NON_ALPHANUMERIC);
         let jwt = self.app_jwt()?;
-        let path = format!("/repos/{}/{}/installation", e(owner), e(name));
+        let path = format!("/repos/{}/{}/installation", path_segment(owner), path_segment(name));
         let id = self.call::<Installation>(Method::GET, &path, &jwt, None).await?.id;
         self.installations.insert(key, id).await;
         Ok(id)

@@ -2,8 +2,8 @@
 
 use http::HeaderMap;
 
-use super::{Verdict, WebhookSource, read};
-use crate::ci_api::RunnerFacts;
+use crate::ci::Verdict;
+use crate::job::{CiKind, RunnerFacts};
 use crate::lifecycle::{Broker, EndedBy, Error, JobEnd};
 use crate::store::now;
 
@@ -20,14 +20,9 @@ pub enum WebhookOutcome {
 }
 
 impl Broker {
-    pub async fn webhook(
-        &self,
-        source: WebhookSource,
-        headers: &HeaderMap,
-        body: &[u8],
-    ) -> Result<WebhookOutcome, Error> {
+    pub async fn webhook(&self, source: CiKind, headers: &HeaderMap, body: &[u8]) -> Result<WebhookOutcome, Error> {
         let endpoint = self.webhooks.endpoint(source).ok_or(Error::WebhookNotConfigured(source.name()))?;
-        let (job_id, delivery_id, runner) = match read(source, headers, body, &endpoint.secret)? {
+        let (job_id, delivery_id, runner) = match source.ci().read_webhook(headers, body, &endpoint.secret)? {
             Verdict::End { job_id, delivery_id, runner } => (job_id, delivery_id, runner),
             Verdict::Started { job_id, runner } => {
                 self.record_runner(&endpoint.issuer, &job_id, &runner).await?;

@@ -13,7 +13,7 @@ mod runner_facts;
 use serde_json::{Value, json};
 
 use super::{Decision, PolicyFile, PolicySet};
-use crate::job::{CiKind, FactSource, Job, Sourced};
+use crate::job::{CiKind, FactSource, Job, RunnerKey, Sourced};
 
 /// A runner fact as a signed claim tells it.
 fn token_fact(value: &str) -> Option<Sourced<String>> {
@@ -24,6 +24,7 @@ fn token_fact(value: &str) -> Option<Sourced<String>> {
 fn github_job() -> Job {
     let mut job = Job::new("github", "289782451", "octo-org/octo-repo");
     job.kind = Some(CiKind::Github);
+    job.runner_key_by = RunnerKey::IdAndName;
     job.run_id = Some("example-run-id".into());
     job.run_attempt = Some("2".into());
     job.repository_id = Some("74".into());
@@ -62,6 +63,7 @@ fn github_job() -> Job {
 fn gitlab_job() -> Job {
     let mut job = Job::new("gitlab", "302", "my-group/my-project");
     job.kind = Some(CiKind::Gitlab);
+    job.runner_key_by = RunnerKey::Manager;
     job.run_id = Some("574".into());
     job.repository_id = Some("20".into());
     job.owner = Some("my-group".into());

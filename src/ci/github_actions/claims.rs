@@ -3,9 +3,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::Error;
-use super::claims::{decode, required};
-use crate::job::{CiKind, DangerousTrigger, Job};
+use crate::ci::claims::{ClaimsError, decode, required};
+use crate::job::{CiKind, DangerousTrigger, Job, RunnerKey};
 
 /// Events whose workflows run with the base repository's trust on behalf of whoever opened the
 /// pull request or comment.
@@ -30,7 +29,7 @@ struct Claims {
     run_attempt: Option<String>,
 }
 
-pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
+pub fn job(issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
     let c: Claims = decode(claims)?;
     let dangerous_trigger = c
         .event_name
@@ -51,6 +50,8 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
         workflow_ref: c.workflow_ref,
         job_workflow_ref: c.job_workflow_ref,
         runner_environment: c.runner_environment,
+        // A runner id is reused once its runner is removed; with the name it names one host.
+        runner_key_by: RunnerKey::IdAndName,
         dangerous_trigger,
         ..Job::new(issuer, required(c.check_run_id, "check_run_id")?, required(c.repository, "repository")?)
     })

@@ -6,7 +6,8 @@ use secrecy::SecretString;
 use serde_json::Value;
 use sha2::Sha256;
 
-use super::{Verdict, WebhookSource, read};
+use super::Verdict;
+use crate::job::CiKind;
 
 const SECRET: &str = "runner-facts-secret";
 
@@ -35,13 +36,13 @@ fn github(event_fixture: &str) -> Verdict {
         ("x-github-event", "workflow_job".into()),
         ("x-github-delivery", "d-1".into()),
     ]);
-    read(WebhookSource::Github, &headers, &body, &SecretString::from(SECRET)).unwrap()
+    CiKind::Github.ci().read_webhook(&headers, &body, &SecretString::from(SECRET)).unwrap()
 }
 
-fn by_token(source: WebhookSource, event: (&'static str, &str), body: &[u8]) -> Verdict {
-    let token_header = if source == WebhookSource::Gitlab { "x-gitlab-token" } else { "x-buildkite-token" };
+fn by_token(source: CiKind, event: (&'static str, &str), body: &[u8]) -> Verdict {
+    let token_header = if source == CiKind::Gitlab { "x-gitlab-token" } else { "x-buildkite-token" };
     let headers = headers(&[(token_header, SECRET.into()), (event.0, event.1.into())]);
-    read(source, &headers, body, &SecretString::from(SECRET)).unwrap()
+    source.ci().read_webhook(&headers, body, &SecretString::from(SECRET)).unwrap()
 }
 
 #[test]
@@ -62,22 +63,21 @@ fn github_s_in_progress_event_records_the_runner_and_its_completion_ends_the_job
 
 #[test]
 fn gitlab_s_running_job_hook_records_the_runner_and_is_not_an_end() {
-    let verdict =
-        by_token(WebhookSource::Gitlab, ("x-gitlab-event", "Job Hook"), &fixture("gitlab-job-hook-running.json"));
+    let verdict = by_token(CiKind::Gitlab, ("x-gitlab-event", "Job Hook"), &fixture("gitlab-job-hook-running.json"));
     let Verdict::Started { runner, .. } = verdict else { panic!("a start: {verdict:?}") };
     assert_eq!((runner.id.as_deref(), runner.name.as_deref()), (Some("1"), Some("release-runner-1")));
     assert_eq!(
         (runner.runner_type.as_deref(), runner.labels.as_slice()),
         (Some("project_type"), &["linux".to_owned(), "release".to_owned()][..])
     );
-    let ended = by_token(WebhookSource::Gitlab, ("x-gitlab-event", "Job Hook"), &fixture("gitlab-job-hook.json"));
+    let ended = by_token(CiKind::Gitlab, ("x-gitlab-event", "Job Hook"), &fixture("gitlab-job-hook.json"));
     assert!(matches!(ended, Verdict::End { .. }), "{ended:?}");
 }
 
 #[test]
 fn buildkite_s_job_started_records_the_agent() {
     let body = fixture("buildkite-job-started.json");
-    let verdict = by_token(WebhookSource::Buildkite, ("x-buildkite-event", "job.started"), &body);
+    let verdict = by_token(CiKind::Buildkite, ("x-buildkite-event", "job.started"), &body);
     let Verdict::Started { job_id, runner } = verdict else { panic!("a start: {verdict:?}") };
     assert_eq!(job_id, "0184990a-477b-4fa8-9968-496074483cee");
     assert_eq!(runner.name.as_deref(), Some("acme-inc-linux-1"));
@@ -90,6 +90,6 @@ fn a_start_whose_runner_field_has_the_wrong_type_is_refused() {
     body["runner"]["id"] = Value::String("1".into());
     let headers = headers(&[("x-gitlab-token", SECRET.into()), ("x-gitlab-event", "Job Hook".into())]);
     let verdict =
-        read(WebhookSource::Gitlab, &headers, &serde_json::to_vec(&body).unwrap(), &SecretString::from(SECRET));
+        CiKind::Gitlab.ci().read_webhook(&headers, &serde_json::to_vec(&body).unwrap(), &SecretString::from(SECRET));
     assert!(verdict.is_err(), "{verdict:?}");
 }

@@ -1,6 +1,10 @@
+//! Each CI's job answer, read as the broker reads it: whether the job runs, the runner it ran
+//! on, and that anything else (another shape, another job) is unreadable.
+
 use serde_json::{Value, json};
 
-use super::*;
+use super::{JobLocator, JobReport, Liveness};
+use crate::job::{CiKind, Job, MAX_FACT_CHARS, MAX_LABELS};
 
 fn fixture(name: &str) -> Value {
     let dir = std::env::var_os("CI_CREDS_FIXTURES")
@@ -15,6 +19,23 @@ fn with(mut answer: Value, field: &str, value: Value) -> Vec<u8> {
     serde_json::to_vec(&answer).unwrap()
 }
 
+/// Where the broker would ask about job `job_id` of `kind`.
+fn located(kind: CiKind, job_id: &str) -> JobLocator {
+    let mut job = Job::new("ci", job_id, "octo-org/octo-repo");
+    job.repository_id = Some("20".into());
+    job.claims = json!({"organization_slug": "acme-inc", "pipeline_slug": "app", "build_number": 1})
+        .as_object()
+        .cloned()
+        .unwrap();
+    kind.ci().api().unwrap().locate(&job).unwrap()
+}
+
+/// Reads `body` as the answer about the job it names, as the broker asking about that job would.
+fn parse_answer(kind: CiKind, body: &[u8]) -> Result<JobReport, String> {
+    let named = serde_json::from_slice::<Value>(body).ok().map(|answer| parse_answer_id(&answer));
+    let locator = located(kind, named.as_deref().unwrap_or("unnamed"));
+    kind.ci().api().unwrap().read_answer(&locator, body)
+}
 #[test]
 fn every_documented_status_maps_to_running_finished_or_unknown() {
     use Liveness::*;
@@ -106,7 +127,7 @@ fn an_answer_of_the_wrong_shape_is_unreadable_never_a_status() {
     ];
     for body in unreadable {
         let result = parse_answer(CiKind::Github, &body);
-        assert!(matches!(result, Err(Error::Malformed { .. })), "{}", String::from_utf8_lossy(&body));
+        assert!(result.is_err(), "{}", String::from_utf8_lossy(&body));
     }
     let gitlab = fixture("gitlab-api-job-running.json");
     assert!(parse_answer(CiKind::Gitlab, &with(gitlab, "runner", json!({"id": "1"}))).is_err());
@@ -128,9 +149,46 @@ fn hostile_runner_facts_are_cut_to_size_and_stripped_of_control_characters() {
 #[test]
 fn a_buildkite_agent_s_tags_are_read_bounded_and_a_wrong_shape_is_unreadable() {
     let body = json!({"id": "a", "name": "agent", "meta_data": ["queue=default", "os=linux\u{7}"]});
-    let tags = super::parse_agent_tags(&serde_json::to_vec(&body).unwrap()).unwrap();
+    let tags = read_agent_tags(&serde_json::to_vec(&body).unwrap()).unwrap();
     assert_eq!(tags, ["queue=default", "os=linux"]);
     let many = json!({"meta_data": vec!["t=1"; 1000]});
-    assert_eq!(super::parse_agent_tags(&serde_json::to_vec(&many).unwrap()).unwrap().len(), MAX_LABELS);
-    assert!(super::parse_agent_tags(br#"{"meta_data": "queue=default"}"#).is_err());
+    assert_eq!(read_agent_tags(&serde_json::to_vec(&many).unwrap()).unwrap().len(), MAX_LABELS);
+    assert!(read_agent_tags(br#"{"meta_data": "queue=default"}"#).is_err());
+}
+
+fn read_agent_tags(body: &[u8]) -> Result<Vec<String>, String> {
+    CiKind::Buildkite.ci().api().unwrap().read_runner_labels(body)
+}
+
+#[test]
+fn an_answer_about_another_job_is_unreadable_never_this_job_s_end() {
+    let cases = [
+        (CiKind::Github, fixture("github-api-job-completed.json"), "289782452"),
+        (CiKind::Gitlab, fixture("gitlab-api-job-success.json"), "303"),
+        (
+            CiKind::Buildkite,
+            with_state(fixture("buildkite-api-job.json"), "passed"),
+            "0184990a-0000-0000-0000-000000000000",
+        ),
+    ];
+    for (kind, answer, other_job) in cases {
+        let body = serde_json::to_vec(&answer).unwrap();
+        let api = kind.ci().api().unwrap();
+        let about_it = api.read_answer(&located(kind, &parse_answer_id(&answer)), &body).unwrap();
+        assert_eq!(about_it.liveness, Liveness::Finished, "{kind:?}");
+        let about_another = api.read_answer(&located(kind, other_job), &body);
+        assert!(about_another.unwrap_err().contains("not the job asked about"), "{kind:?}");
+    }
+}
+
+fn with_state(mut answer: Value, state: &str) -> Value {
+    answer["state"] = json!(state);
+    answer
+}
+
+fn parse_answer_id(answer: &Value) -> String {
+    match &answer["id"] {
+        Value::String(id) => id.clone(),
+        id => id.to_string(),
+    }
 }

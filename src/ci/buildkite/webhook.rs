@@ -5,10 +5,8 @@ use http::HeaderMap;
 use secrecy::SecretString;
 use serde::Deserialize;
 
-use super::signature::{hmac_sha256_matches, token_matches};
-use super::{Verdict, header, parse};
-use crate::ci_api::RunnerFacts;
-use crate::lifecycle::Error;
+use crate::ci::webhook::{Verdict, WebhookError, header, hmac_sha256_matches, parse, token_matches, told_by_webhook};
+use crate::job::{CiKind, RunnerFacts};
 
 /// How old (or how far in the future) a signature's timestamp may be: bounds replays.
 const MAX_SIGNATURE_AGE_SECONDS: u64 = 300;
@@ -37,16 +35,16 @@ impl Agent {
         RunnerFacts {
             id: Some(self.id),
             name: self.name,
-            source: "webhook:buildkite".to_owned(),
+            source: told_by_webhook(CiKind::Buildkite),
             ..RunnerFacts::default()
         }
         .bounded()
     }
 }
 
-pub fn read(headers: &HeaderMap, body: &[u8], token: &SecretString) -> Result<Verdict, Error> {
+pub fn read(headers: &HeaderMap, body: &[u8], token: &SecretString) -> Result<Verdict, WebhookError> {
     if !authentic(headers, body, token) {
-        return Err(Error::InvalidSignature);
+        return Err(WebhookError::InvalidSignature);
     }
     let event = header(headers, "x-buildkite-event").unwrap_or_default();
     if event != "job.finished" && event != "job.started" {
@@ -54,7 +52,7 @@ pub fn read(headers: &HeaderMap, body: &[u8], token: &SecretString) -> Result<Ve
     }
     let delivery: Delivery = parse(body)?;
     if delivery.job.id.is_empty() {
-        return Err(Error::InvalidRequest("`job.id` is empty".into()));
+        return Err(WebhookError::InvalidRequest("`job.id` is empty".into()));
     }
     let runner = delivery.job.agent.map(Agent::facts);
     match (event, runner) {
@@ -85,7 +83,7 @@ fn signature_matches(value: &str, body: &[u8], token: &SecretString) -> bool {
     let (Some(timestamp), Some(signature)) = (timestamp, signature) else { return false };
     let Ok(at) = timestamp.parse::<i64>() else { return false };
     // A difference, not `now - at`: a timestamp near the ends of the i64 range overflows that.
-    if crate::store::now().abs_diff(at) > MAX_SIGNATURE_AGE_SECONDS {
+    if time::OffsetDateTime::now_utc().unix_timestamp().abs_diff(at) > MAX_SIGNATURE_AGE_SECONDS {
         return false;
     }
     hmac_sha256_matches(token, &[timestamp.as_bytes(), b".", body], signature)
@@ -111,7 +109,7 @@ mod tests {
         let body = br#"{"job": {"id": "0184990a-477b-4fa8-9968-496074483cee"}}"#;
         for timestamp in [i64::MIN.to_string(), i64::MAX.to_string()] {
             let result = read(&signed_at(&timestamp), body, &token);
-            assert!(matches!(result, Err(Error::InvalidSignature)), "{timestamp}: {result:?}");
+            assert!(matches!(result, Err(WebhookError::InvalidSignature)), "{timestamp}: {result:?}");
         }
     }
 }

@@ -4,8 +4,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::Error;
-use super::claims::{decode, required};
+use crate::ci::claims::{ClaimsError, decode, required};
 use crate::job::{CiKind, Job};
 
 #[derive(Deserialize)]
@@ -24,7 +23,7 @@ struct Claims {
     pipeline_id: Option<String>,
 }
 
-pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
+pub fn job(issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
     let c: Claims = decode(claims)?;
     let ref_type = c.vcs_ref.as_deref().and_then(|r| {
         if r.starts_with("refs/heads/") {

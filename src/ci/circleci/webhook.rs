@@ -9,9 +9,7 @@ use http::HeaderMap;
 use secrecy::SecretString;
 use serde::Deserialize;
 
-use super::signature::hmac_sha256_matches;
-use super::{Verdict, header, parse};
-use crate::lifecycle::Error;
+use crate::ci::webhook::{Verdict, WebhookError, header, hmac_sha256_matches, parse};
 
 /// More `v1=` values than any rotation of secrets produces; beyond it the header is refused.
 const MAX_SIGNATURES: usize = 8;
@@ -29,19 +27,19 @@ struct Job {
     id: String,
 }
 
-pub fn read(headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<Verdict, Error> {
+pub fn read(headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<Verdict, WebhookError> {
     if !header(headers, "circleci-signature").is_some_and(|value| signed(value, body, secret)) {
-        return Err(Error::InvalidSignature);
+        return Err(WebhookError::InvalidSignature);
     }
     let delivery: Delivery = parse(body)?;
     if delivery.kind != "job-completed" {
         return Ok(Verdict::Ignore(format!("event `{}` is not job-completed", delivery.kind)));
     }
     let Some(job) = delivery.job.filter(|job| !job.id.is_empty()) else {
-        return Err(Error::InvalidRequest("a job-completed event without `job.id`".into()));
+        return Err(WebhookError::InvalidRequest("a job-completed event without `job.id`".into()));
     };
     if delivery.id.is_empty() {
-        return Err(Error::InvalidRequest("the event's `id` is empty".into()));
+        return Err(WebhookError::InvalidRequest("the event's `id` is empty".into()));
     }
     Ok(Verdict::End { job_id: job.id, delivery_id: Some(delivery.id), runner: None })
 }
@@ -102,10 +100,10 @@ mod tests {
             if accepted {
                 assert_eq!(verdict.ok().as_ref(), Some(&ended), "{case}");
             } else {
-                assert!(matches!(verdict, Err(Error::InvalidSignature)), "{case}");
+                assert!(matches!(verdict, Err(WebhookError::InvalidSignature)), "{case}");
             }
         }
-        assert!(matches!(read(&HeaderMap::new(), BODY, &secret), Err(Error::InvalidSignature)), "missing");
+        assert!(matches!(read(&HeaderMap::new(), BODY, &secret), Err(WebhookError::InvalidSignature)), "missing");
     }
 
     #[test]
@@ -116,6 +114,6 @@ mod tests {
         assert!(matches!(verdict, Ok(Verdict::Ignore(_))), "{verdict:?}");
         let jobless = br#"{"id":"e-3","type":"job-completed"}"#;
         let verdict = read(&with_signature(&format!("v1={}", hex_hmac(jobless))), jobless, &secret);
-        assert!(matches!(verdict, Err(Error::InvalidRequest(_))), "{verdict:?}");
+        assert!(matches!(verdict, Err(WebhookError::InvalidRequest(_))), "{verdict:?}");
     }
 }

@@ -4,13 +4,11 @@ use http::HeaderMap;
 use secrecy::SecretString;
 use serde::Deserialize;
 
-use super::signature::token_matches;
-use super::{Verdict, header, parse};
-use crate::ci_api::RunnerFacts;
-use crate::lifecycle::Error;
+use crate::ci::webhook::{Verdict, WebhookError, header, parse, token_matches, told_by_webhook};
+use crate::job::{CiKind, RunnerFacts};
 
 /// Statuses after which a job runs no more.
-const FINAL_STATUSES: &[&str] = &["success", "failed", "canceled", "skipped"];
+pub(super) const FINAL_STATUSES: &[&str] = &["success", "failed", "canceled", "skipped"];
 
 #[derive(Deserialize)]
 struct Delivery {
@@ -39,16 +37,16 @@ impl HookRunner {
             name: self.description,
             labels: self.tags,
             runner_type: self.runner_type,
-            source: "webhook:gitlab".to_owned(),
+            source: told_by_webhook(CiKind::Gitlab),
             ..RunnerFacts::default()
         }
         .bounded()
     }
 }
 
-pub fn read(headers: &HeaderMap, body: &[u8], token: &SecretString) -> Result<Verdict, Error> {
+pub fn read(headers: &HeaderMap, body: &[u8], token: &SecretString) -> Result<Verdict, WebhookError> {
     if !header(headers, "x-gitlab-token").is_some_and(|presented| token_matches(token, presented)) {
-        return Err(Error::InvalidSignature);
+        return Err(WebhookError::InvalidSignature);
     }
     let event = header(headers, "x-gitlab-event").unwrap_or_default();
     if event != "Job Hook" {

@@ -4,9 +4,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::Error;
-use super::claims::{decode, required};
-use crate::job::{CiKind, FactSource, Job, Runner, Sourced};
+use crate::ci::claims::{ClaimsError, decode, required};
+use crate::job::{CiKind, FactSource, Job, MAX_LABELS, Runner, RunnerKey, Sourced, bounded_fact};
 
 #[derive(Deserialize)]
 struct Claims {
@@ -25,7 +24,7 @@ struct Claims {
     queue_key: Option<String>,
 }
 
-pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
+pub fn job(issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
     let c: Claims = decode(claims)?;
     let organization = required(c.organization_slug, "organization_slug")?;
     let pipeline = required(c.pipeline_slug, "pipeline_slug")?;
@@ -50,6 +49,8 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
             labels: agent_tags(claims).map(|tags| Sourced::new(tags, FactSource::Token)),
             ..Runner::default()
         },
+        // An agent id names one agent process, on one host.
+        runner_key_by: RunnerKey::Id,
         ..Job::new(issuer, required(c.job_id, "job_id")?, format!("{organization}/{pipeline}"))
     })
 }
@@ -59,12 +60,14 @@ fn token_fact(value: Option<String>) -> Option<Sourced<String>> {
 }
 
 /// `agent_tag:NAME` claims as `NAME=VALUE`, the form Buildkite gives agent tags in elsewhere;
-/// `None` when the job asked for none.
+/// `None` when the job asked for none. Bounded as every runner fact is.
 fn agent_tags(claims: &Value) -> Option<Vec<String>> {
     let tags: Vec<String> = claims
         .as_object()?
         .iter()
         .filter_map(|(key, value)| Some(format!("{}={}", key.strip_prefix(AGENT_TAG_CLAIM)?, value.as_str()?)))
+        .take(MAX_LABELS)
+        .map(bounded_fact)
         .collect();
     (!tags.is_empty()).then_some(tags)
 }

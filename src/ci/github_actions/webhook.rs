@@ -4,10 +4,9 @@ use http::HeaderMap;
 use secrecy::SecretString;
 use serde::Deserialize;
 
-use super::signature::hmac_sha256_matches;
-use super::{Verdict, header, parse};
-use crate::ci_api::GithubRunner;
-use crate::lifecycle::Error;
+use super::runner::GithubRunner;
+use crate::ci::webhook::{Verdict, WebhookError, header, hmac_sha256_matches, parse, told_by_webhook};
+use crate::job::CiKind;
 
 #[derive(Deserialize)]
 struct Delivery {
@@ -22,10 +21,10 @@ struct WorkflowJob {
     runner: GithubRunner,
 }
 
-pub fn read(headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<Verdict, Error> {
+pub fn read(headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<Verdict, WebhookError> {
     let signature = header(headers, "x-hub-signature-256").and_then(|s| s.strip_prefix("sha256="));
     if !signature.is_some_and(|signature| hmac_sha256_matches(secret, &[body], signature)) {
-        return Err(Error::InvalidSignature);
+        return Err(WebhookError::InvalidSignature);
     }
     let event = header(headers, "x-github-event").unwrap_or_default();
     if event != "workflow_job" {
@@ -37,9 +36,9 @@ pub fn read(headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<V
         "completed" => Ok(Verdict::End {
             job_id,
             delivery_id: header(headers, "x-github-delivery").map(str::to_owned),
-            runner: delivery.workflow_job.runner.facts("webhook:github"),
+            runner: delivery.workflow_job.runner.facts(&told_by_webhook(CiKind::Github)),
         }),
-        "in_progress" => match delivery.workflow_job.runner.facts("webhook:github") {
+        "in_progress" => match delivery.workflow_job.runner.facts(&told_by_webhook(CiKind::Github)) {
             Some(runner) => Ok(Verdict::Started { job_id, runner }),
             None => Ok(Verdict::Ignore("action `in_progress` names no runner".into())),
         },

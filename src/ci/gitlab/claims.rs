@@ -4,9 +4,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::Error;
-use super::claims::{decode, full_ref, required, string_bool};
-use crate::job::{CiKind, DangerousTrigger, FactSource, Job, Runner, Sourced};
+use crate::ci::claims::{ClaimsError, decode, full_ref, required, string_bool};
+use crate::job::{CiKind, DangerousTrigger, FactSource, Job, Runner, RunnerKey, Sourced};
 
 #[derive(Deserialize)]
 struct Claims {
@@ -30,7 +29,7 @@ struct Claims {
     runner_id: Option<u64>,
 }
 
-pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
+pub fn job(issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
     let c: Claims = decode(claims)?;
     let repository = required(c.job_project_path, "job_project_path")?;
     let dangerous_trigger = c
@@ -56,6 +55,9 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, Error> {
             id: c.runner_id.map(|id| Sourced::new(id.to_string(), FactSource::Token)),
             ..Runner::default()
         },
+        // A runner id names a configuration that many autoscaled hosts may share; the manager
+        // (`system_id`) is the host.
+        runner_key_by: RunnerKey::Manager,
         dangerous_trigger,
         ..Job::new(issuer, required(c.job_id, "job_id")?, repository)
     })

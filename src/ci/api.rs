@@ -1,0 +1,101 @@
+//! What every CI's REST API shares, as the broker reads it: whether a job runs, has finished or
+//! is in a state that settles neither, the runner it ran on, and how to call it.
+//! The layer-wide client (`ci_api`) does the calling: bounded GETs, budgets, caching.
+
+use std::time::Duration;
+
+use http::HeaderMap;
+use serde::Serialize;
+
+use super::JobLocator;
+use crate::job::{Job, RunnerFacts};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Liveness {
+    Running,
+    Finished,
+    /// Neither: queued, waiting for approval, or a status this broker does not know.
+    Unknown,
+}
+
+impl Liveness {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Finished => "finished",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobReport {
+    pub liveness: Liveness,
+    /// The CI's own word for the state, for logs and audit.
+    pub status: String,
+    pub runner: Option<RunnerFacts>,
+}
+
+/// How the API takes a read token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenHeader {
+    /// `Authorization: Bearer …`
+    Bearer,
+    /// A header of the CI's own, such as GitLab's `PRIVATE-TOKEN`.
+    Named(&'static str),
+}
+
+/// One CI's job API: where a job's answer lives, how to read it, how to call it.
+pub trait JobApi: Sync {
+    /// How errors and logs name it: "the GitHub API".
+    fn name(&self) -> &'static str;
+    /// Calls a minute when `max_calls_per_minute` is not set: within the CI's published limits
+    /// with room to spare.
+    fn default_calls_per_minute(&self) -> u32;
+    /// Whether it is read with an App's installation token (`app_id`, `private_key_env`) as
+    /// well as with a fixed token.
+    fn takes_app(&self) -> bool {
+        false
+    }
+    fn token_header(&self) -> TokenHeader {
+        TokenHeader::Bearer
+    }
+    /// Headers every call sends, such as an API version.
+    fn headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+    /// Where the API answers for a verified job, or why its token does not say.
+    fn locate(&self, job: &Job) -> Result<JobLocator, &'static str>;
+    /// Reads an answer about the job at `locator`. An answer that does not parse, or that is
+    /// about another job, is an error: the job's state is unknown.
+    fn read_answer(&self, locator: &JobLocator, body: &[u8]) -> Result<JobReport, String>;
+    /// The pause the CI's own rate-limit headers ask for, beyond `Retry-After` (which the
+    /// caller reads for every CI), with `now` in unix seconds.
+    fn rate_limit_pause(&self, status: u16, headers: &HeaderMap, now: u64) -> Option<Duration>;
+    /// Where the API describes the runner with `runner_id` when a job answer names it without its
+    /// labels; `None` when the answer is all there is.
+    fn runner_labels_path(&self, _locator: &JobLocator, _runner_id: &str) -> Option<String> {
+        None
+    }
+    /// The labels in an answer from `runner_labels_path`.
+    fn read_runner_labels(&self, _body: &[u8]) -> Result<Vec<String>, String> {
+        Err("this API describes no runner apart from its jobs".into())
+    }
+}
+
+/// A number in a response header, if it is one.
+pub fn header_number(headers: &HeaderMap, name: &str) -> Option<u64> {
+    headers.get(name)?.to_str().ok()?.trim().parse::<u64>().ok()
+}
+
+/// From an epoch-seconds `reset` to a pause of at least a second.
+pub fn until_epoch(reset: u64, now: u64) -> Duration {
+    Duration::from_secs(reset.saturating_sub(now).max(1))
+}
+
+/// Response headers from name-value pairs, for the CIs' rate-limit tables.
+#[cfg(test)]
+pub fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+    pairs.iter().map(|(name, value)| (http::HeaderName::from_static(name), value.parse().unwrap())).collect()
+}

@@ -1,0 +1,105 @@
+//! Every CI system the broker speaks to, one folder each: how its tokens' claims map onto a
+//! job, how its webhooks are authenticated and read, where and how its REST API answers for a
+//! job, how a job finds its token for `ci-creds get`, and which runner facts name a host.
+//!
+//! A CI is a `CiKind` variant and a folder whose type implements `Ci`. `CiKind::ci` is the one
+//! place that dispatches to it, an exhaustive `match`: a CI that is not wired in does not
+//! compile. Every token is verified by `identity` before any code here sees its claims.
+
+mod api;
+mod buildkite;
+mod circleci;
+mod claims;
+mod github_actions;
+mod gitlab;
+mod job_token;
+mod locator;
+mod webhook;
+
+#[cfg(test)]
+#[path = "answer_tests.rs"]
+mod answer_tests;
+#[cfg(test)]
+#[path = "webhook_tests.rs"]
+mod webhook_tests;
+
+pub use api::{JobApi, JobReport, Liveness, TokenHeader, header_number};
+pub use claims::ClaimsError;
+#[cfg(feature = "server")]
+pub use github_actions::{AppTokenError, AppTokens};
+pub use job_token::{AskToken, Asking, Env, JobToken};
+pub use locator::JobLocator;
+pub use webhook::{Verdict, WebhookError};
+
+use http::HeaderMap;
+use secrecy::SecretString;
+use serde_json::Value;
+
+use crate::job::{CiKind, Job};
+
+/// Everything the broker knows of one CI system.
+pub trait Ci: Sync {
+    /// How prose names it: "GitHub".
+    fn title(&self) -> &'static str;
+
+    /// The job a verified token's claims describe. `issuer` is the configured issuer's name.
+    fn job(&self, issuer: &str, claims: &Value) -> Result<Job, ClaimsError>;
+    /// The documented `iss` of the CI's hosted service, if it has one.
+    fn hosted_issuer(&self) -> Option<&'static str>;
+    /// A claim only this CI's tokens carry: how `ci-creds policy` tells a claim set's CI.
+    fn telling_claim(&self) -> &'static str;
+
+    /// The key of `[webhooks.<name>]` that names the env var holding the webhook's secret.
+    fn webhook_secret_key(&self) -> &'static str;
+    /// What `/v1/webhooks/<name>` takes, for the OpenAPI document.
+    fn webhook_summary(&self) -> &'static str;
+    /// Authenticates a delivery with the configured `secret`, and reads what it asks for.
+    fn read_webhook(&self, headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<Verdict, WebhookError>;
+
+    /// The CI's job API, if the broker can ask it.
+    fn api(&self) -> Option<&'static dyn JobApi>;
+
+    /// Where a job of this CI finds its token, when `env` says the job runs in this CI.
+    fn job_token(&self, env: Env<'_>) -> Option<JobToken>;
+    /// What `job_token` looks for, for the error when no CI's token is found.
+    fn job_token_hint(&self) -> &'static str;
+}
+
+impl CiKind {
+    /// The one dispatch to what the broker knows of each CI.
+    pub fn ci(self) -> &'static dyn Ci {
+        match self {
+            Self::Github => &github_actions::GithubActions,
+            Self::Gitlab => &gitlab::Gitlab,
+            Self::Buildkite => &buildkite::Buildkite,
+            Self::Circleci => &circleci::Circleci,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use crate::job::{CiKind, RunnerKey};
+
+    fn claims(name: &str) -> Value {
+        let dir = std::env::var_os("CI_CREDS_FIXTURES")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+        serde_json::from_str(&std::fs::read_to_string(dir.join(name)).expect("fixture readable")).expect("JSON")
+    }
+
+    #[test]
+    fn each_ci_says_which_runner_facts_name_a_host() {
+        for (kind, fixture, key) in [
+            (CiKind::Github, "github-token-claims.json", RunnerKey::IdAndName),
+            (CiKind::Gitlab, "gitlab-token-claims.json", RunnerKey::Manager),
+            (CiKind::Buildkite, "buildkite-token-claims.json", RunnerKey::Id),
+            (CiKind::Circleci, "circleci-token-claims.json", RunnerKey::Unknown),
+        ] {
+            let job = kind.ci().job(kind.name(), &claims(fixture)).unwrap();
+            assert_eq!((job.kind, job.runner_key_by), (Some(kind), key), "{fixture}");
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! What the store keeps about a job, pinned byte for byte: a broker upgraded over a store written
+//! by an older one must read every row back, and no change to the code may need a migration.
+
+use ci_creds::ci::JobLocator;
+use ci_creds::identity::job_from_claims;
+use ci_creds::job::{CiKind, RunnerFacts};
+use ci_creds::lifecycle::EndedBy;
+use serde_json::json;
+
+#[test]
+fn job_locators_are_stored_as_tagged_json_and_read_back() {
+    let github = job_from_claims(
+        CiKind::Github,
+        "github",
+        json!({"check_run_id": "42", "repository": "octo-org/octo-repo", "exp": 1}),
+    )
+    .unwrap();
+    let gitlab = job_from_claims(
+        CiKind::Gitlab,
+        "gitlab",
+        json!({"job_id": "302", "job_project_path": "g/p", "job_project_id": "20", "exp": 1}),
+    )
+    .unwrap();
+    let buildkite = job_from_claims(
+        CiKind::Buildkite,
+        "buildkite",
+        json!({"job_id": "j-1", "organization_slug": "acme", "pipeline_slug": "app", "build_number": 7, "exp": 1}),
+    )
+    .unwrap();
+    let cases = [
+        (&github, r#"{"ci":"github","repository":"octo-org/octo-repo","job_id":"42"}"#),
+        (&gitlab, r#"{"ci":"gitlab","project_id":"20","job_id":"302"}"#),
+        (&buildkite, r#"{"ci":"buildkite","organization":"acme","pipeline":"app","build_number":7,"job_id":"j-1"}"#),
+    ];
+    for (job, stored) in cases {
+        let locator = JobLocator::of(job).unwrap();
+        assert_eq!(locator.to_json(), stored);
+        assert_eq!(JobLocator::from_json(stored), Some(locator), "{stored}");
+    }
+    for unreadable in [
+        r#"{"ci":"github","repository":"a/b"}"#,
+        r#"{"ci":"github","repository":"a/b","job_id":"1","extra":1}"#,
+        r#"{"ci":"circleci","job_id":"1"}"#,
+        r#"{"repository":"a/b","job_id":"1"}"#,
+        r#"{"ci":"gitlab","project_id":20,"job_id":"1"}"#,
+    ] {
+        assert_eq!(JobLocator::from_json(unreadable), None, "{unreadable}");
+    }
+}
+
+#[test]
+fn runner_facts_are_stored_with_their_source_last() {
+    let every = RunnerFacts {
+        id: Some("5".into()),
+        name: Some("release-runner-5".into()),
+        group: Some("release".into()),
+        labels: vec!["self-hosted".into(), "linux".into()],
+        queue: Some("default".into()),
+        runner_type: Some("project_type".into()),
+        manager: Some("s_7c3b2a1f9e04".into()),
+        source: "ci_api".into(),
+    };
+    let stored = r#"{"id":"5","name":"release-runner-5","group":"release","labels":["self-hosted","linux"],"queue":"default","runner_type":"project_type","manager":"s_7c3b2a1f9e04","source":"ci_api"}"#;
+    assert_eq!(serde_json::to_string(&every).unwrap(), stored);
+    assert_eq!(serde_json::from_str::<RunnerFacts>(stored).unwrap(), every);
+    let sparse =
+        RunnerFacts { name: Some("acme-inc-linux-1".into()), source: "webhook:buildkite".into(), ..Default::default() };
+    let stored = r#"{"name":"acme-inc-linux-1","source":"webhook:buildkite"}"#;
+    assert_eq!(serde_json::to_string(&sparse).unwrap(), stored);
+    assert_eq!(serde_json::from_str::<RunnerFacts>(stored).unwrap(), sparse);
+}
+
+#[test]
+fn webhook_ends_are_recorded_under_each_ci_s_name() {
+    // The name is the dedupe key's `source` column and the `ended_by` text of a job.
+    for (source, name) in [
+        (CiKind::Github, "github"),
+        (CiKind::Gitlab, "gitlab"),
+        (CiKind::Buildkite, "buildkite"),
+        (CiKind::Circleci, "circleci"),
+    ] {
+        assert_eq!(source.name(), name);
+        assert_eq!(EndedBy::Webhook(source.name()).to_string(), format!("webhook:{name}"));
+        let kind: CiKind = serde_json::from_value(json!(name)).unwrap();
+        assert_eq!(serde_json::to_value(kind).unwrap(), json!(name));
+    }
+}
