@@ -3,11 +3,12 @@
 #![no_main]
 
 use ci_creds::client::{Format, Refusal, render_answer};
+use ci_creds::job::CiKind;
 use libfuzzer_sys::fuzz_target;
 use secrecy::{ExposeSecret, SecretString};
 
 const FORMATS: [Format; 5] =
-    [Format::Env, Format::Json, Format::Github, Format::GitlabDotenv, Format::CredentialProcess];
+    [Format::Env, Format::Json, Format::Step(CiKind::Github), Format::Step(CiKind::Gitlab), Format::CredentialProcess];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, body)) = data.split_first() else { return };
@@ -16,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     let format = FORMATS[usize::from(selector) % FORMATS.len()];
     if let Ok(rendered) = render_answer(format, SecretString::from(body.clone())) {
         let text = rendered.text.expose_secret();
-        if matches!(format, Format::Github | Format::GitlabDotenv) {
+        if matches!(format, Format::Step(_)) {
             // One NAME=value line per variable: no value can start a line of its own.
             for line in text.lines() {
                 let name = line.split_once('=').map_or("", |(name, _)| name);

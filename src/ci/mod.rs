@@ -14,6 +14,7 @@ mod github_actions;
 mod gitlab;
 mod job_token;
 mod locator;
+mod step_output;
 mod webhook;
 
 #[cfg(test)]
@@ -29,6 +30,7 @@ pub use claims::ClaimsError;
 pub use github_actions::{AppTokenError, AppTokens};
 pub use job_token::{AskToken, Asking, Env, JobToken};
 pub use locator::JobLocator;
+pub use step_output::StepOutput;
 pub use webhook::{Verdict, WebhookError};
 
 use http::HeaderMap;
@@ -63,6 +65,8 @@ pub trait Ci: Sync {
     fn job_token(&self, env: Env<'_>) -> Option<JobToken>;
     /// What `job_token` looks for, for the error when no CI's token is found.
     fn job_token_hint(&self) -> &'static str;
+    /// How a job hands credentials to its later steps, if the CI has a way of its own.
+    fn step_output(&self) -> Option<StepOutput>;
 }
 
 impl CiKind {

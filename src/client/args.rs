@@ -1,21 +1,51 @@
 //! The command-line shape of `get` and `revoke`, kept here so `main.rs` only dispatches.
 
 use std::path::PathBuf;
+use std::sync::LazyLock;
 use std::time::Duration;
 
+use clap::builder::PossibleValue;
+
+use crate::job::CiKind;
+
 /// How the credentials are written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     /// `export NAME=value` lines, shell-quoted, for `eval "$(ci-creds get …)"`.
     Env,
     /// The broker's answer as is.
     Json,
-    /// `::add-mask::` for every secret on stdout, then `NAME=value` appended to `$GITHUB_ENV`.
-    Github,
-    /// A dotenv file for GitLab's `artifacts:reports:dotenv` (stored as an artifact).
-    GitlabDotenv,
     /// The JSON an AWS `credential_process` prints (needs exactly one AWS credential).
     CredentialProcess,
+    /// A CI's own way of handing variables to later steps (`Ci::step_output`), named as it says:
+    /// `github`, `gitlab-dotenv`.
+    Step(CiKind),
+}
+
+/// Every format, in the order `--help` lists them.
+static FORMATS: LazyLock<Vec<Format>> = LazyLock::new(|| {
+    let steps = CiKind::ALL.into_iter().filter(|kind| kind.ci().step_output().is_some()).map(Format::Step);
+    [Format::Env, Format::Json].into_iter().chain(steps).chain([Format::CredentialProcess]).collect()
+});
+
+impl clap::ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &FORMATS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Self::Env => PossibleValue::new("env")
+                .help("`export NAME=value` lines, shell-quoted, for `eval \"$(ci-creds get …)\"`"),
+            Self::Json => PossibleValue::new("json").help("The broker's answer as is"),
+            Self::CredentialProcess => PossibleValue::new("credential-process")
+                .help("The JSON an AWS `credential_process` prints (needs exactly one AWS credential)"),
+            Self::Step(kind) => {
+                let step = kind.ci().step_output()?;
+                PossibleValue::new(step.name).help(step.help)
+            }
+        })
+    }
 }
 
 /// Where the job's OIDC token comes from and what audience it is requested for.

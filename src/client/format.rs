@@ -14,8 +14,9 @@ use super::{Error, Format};
 pub(super) enum Destination {
     Stdout,
     File(PathBuf),
-    /// Masks on stdout, variables appended to this file (`$GITHUB_ENV`, or `--output`).
-    Github {
+    /// Masks on stdout, variables appended to this file (the CI's own, such as `$GITHUB_ENV`, or
+    /// `--output`).
+    EnvFile {
         env_file: PathBuf,
     },
 }
@@ -23,22 +24,25 @@ pub(super) enum Destination {
 impl Destination {
     /// Decided before anything is minted, so a usage error wastes no credential.
     pub(super) fn choose(format: Format, output: Option<&Path>) -> Result<Self, Error> {
-        match (format, output) {
-            (Format::Github, Some(file)) => Ok(Self::Github { env_file: file.to_owned() }),
-            (Format::Github, None) => match std::env::var_os("GITHUB_ENV") {
-                Some(file) if !file.is_empty() => Ok(Self::Github { env_file: file.into() }),
-                _ => Err(Error::Usage(
-                    "--format github needs $GITHUB_ENV (set inside a GitHub Actions step) or --output FILE".into(),
-                )),
+        let env_file = match format {
+            Format::Step(kind) => kind.ci().step_output().and_then(|step| Some((step.name, step.env_file?))),
+            _ => None,
+        };
+        match (env_file, output) {
+            (Some(_), Some(file)) => Ok(Self::EnvFile { env_file: file.to_owned() }),
+            (Some((name, (variable, where_set))), None) => match std::env::var_os(variable) {
+                Some(file) if !file.is_empty() => Ok(Self::EnvFile { env_file: file.into() }),
+                _ => Err(Error::Usage(format!("--format {name} needs ${variable} ({where_set}) or --output FILE"))),
             },
-            (_, Some(file)) => Ok(Self::File(file.to_owned())),
-            (_, None) => Ok(Self::Stdout),
+            (None, Some(file)) => Ok(Self::File(file.to_owned())),
+            (None, None) => Ok(Self::Stdout),
         }
     }
 }
 
 pub struct Rendered {
-    /// For `--format github`: the `::add-mask::` lines, printed before any secret is written.
+    /// For a CI that masks secrets (`--format github`): its mask lines, printed before any secret
+    /// is written.
     pub masks: Option<SecretString>,
     pub text: SecretString,
     pub warnings: Vec<String>,
@@ -63,22 +67,17 @@ pub(super) fn render(format: Format, answer: &Answer) -> Result<Rendered, Error>
             let quoted = shlex::try_quote(value).map_err(|_| Error::Unavailable(format!("{name} holds a NUL byte")))?;
             Ok(format!("export {name}={quoted}\n"))
         })?,
-        Format::Github => {
+        Format::Step(kind) => {
+            let step = kind.ci().step_output().ok_or_else(|| {
+                Error::Usage(format!("{} has no output format of its own; use --format env", kind.ci().title()))
+            })?;
             let vars = variables(answer);
-            masks = Some(
-                vars.iter()
-                    .filter(|v| v.secret)
-                    .map(|v| format!("::add-mask::{}\n", v.value.expose_secret()))
-                    .collect::<String>()
-                    .into(),
-            );
+            if let Some(mask) = step.mask {
+                let lines: String = vars.iter().filter(|v| v.secret).map(|v| mask(v.value.expose_secret())).collect();
+                masks = Some(lines.into());
+            }
+            warnings.extend(step.warning.map(str::to_owned));
             lines(&vars, dotenv_line)?
-        }
-        Format::GitlabDotenv => {
-            warnings.push(
-                "a dotenv report is stored as a job artifact: whoever can read this pipeline's artifacts can read these credentials until they expire; keep --ttl short and revoke in after_script".to_owned(),
-            );
-            lines(&variables(answer), dotenv_line)?
         }
         Format::CredentialProcess => credential_process(answer)?,
     };

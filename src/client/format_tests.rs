@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::{Rendered, render};
 use crate::client::answer::Answer;
 use crate::client::{Error, Format};
+use crate::job::CiKind;
 
 fn vault(role: &str, token: &str) -> Value {
     json!({"role": role, "backend": "vault", "lease_id": "l-1", "expires_at": "2026-11-29T22:10:00Z",
@@ -52,7 +53,8 @@ fn a_backend_twice_gets_role_suffixes() {
 
 #[test]
 fn github_masks_every_secret() {
-    let rendered = render(Format::Github, &answer(vec![vault("deploy", "s.tok"), aws("aws-deploy")])).unwrap();
+    let rendered =
+        render(Format::Step(CiKind::Github), &answer(vec![vault("deploy", "s.tok"), aws("aws-deploy")])).unwrap();
     assert_eq!(
         rendered.masks.as_ref().unwrap().expose_secret(),
         "::add-mask::s.tok\n::add-mask::ASIAEXAMPLE\n::add-mask::se/cr+et\n::add-mask::to'ken\n"
@@ -66,7 +68,7 @@ fn github_masks_every_secret() {
 #[test]
 fn a_line_break_cannot_smuggle_a_variable() {
     let sneaky = answer(vec![vault("deploy", "s.tok\nNODE_OPTIONS=--require=/tmp/x")]);
-    for format in [Format::Github, Format::GitlabDotenv] {
+    for format in [Format::Step(CiKind::Github), Format::Step(CiKind::Gitlab)] {
         let error = render(format, &sneaky).err().expect("refused");
         assert!(error.to_string().contains("VAULT_TOKEN holds a line break"), "{error}");
         assert!(!error.to_string().contains("s.tok"));
@@ -75,7 +77,7 @@ fn a_line_break_cannot_smuggle_a_variable() {
 
 #[test]
 fn gitlab_dotenv_warns_about_artifacts() {
-    let rendered = render(Format::GitlabDotenv, &answer(vec![vault("deploy", "s.tok")])).unwrap();
+    let rendered = render(Format::Step(CiKind::Gitlab), &answer(vec![vault("deploy", "s.tok")])).unwrap();
     assert_eq!(text(&rendered), "VAULT_ADDR=https://vault.example\nVAULT_TOKEN=s.tok\n");
     assert!(rendered.warnings[0].contains("stored as a job artifact"));
 }
@@ -117,13 +119,13 @@ fn github(role: &str, token: &str) -> Value {
 
 #[test]
 fn a_github_token_is_gh_token_masked_in_github_actions_and_the_first_of_several_is_plain_too() {
-    let one = render(Format::Github, &answer(vec![github("release", "ghs_one")])).unwrap();
+    let one = render(Format::Step(CiKind::Github), &answer(vec![github("release", "ghs_one")])).unwrap();
     assert_eq!(one.masks.as_ref().unwrap().expose_secret(), "::add-mask::ghs_one\n");
     assert_eq!(text(&one), "GH_TOKEN=ghs_one\n");
 
     let two = render(Format::Env, &answer(vec![github("release-bot", "ghs_a"), github("read", "ghs_b")])).unwrap();
     assert_eq!(text(&two), "export GH_TOKEN_RELEASE_BOT=ghs_a\nexport GH_TOKEN=ghs_a\nexport GH_TOKEN_READ=ghs_b\n");
-    let dotenv = render(Format::GitlabDotenv, &answer(vec![github("release", "ghs_one")])).unwrap();
+    let dotenv = render(Format::Step(CiKind::Gitlab), &answer(vec![github("release", "ghs_one")])).unwrap();
     assert_eq!(text(&dotenv), "GH_TOKEN=ghs_one\n");
     assert!(matches!(render(Format::CredentialProcess, &answer(vec![github("r", "ghs_x")])), Err(Error::Usage(_))));
 }

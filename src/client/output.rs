@@ -15,7 +15,7 @@ pub(super) fn write(destination: &Destination, rendered: &Rendered) -> Result<()
     match destination {
         Destination::Stdout => stdout(text),
         Destination::File(path) => write_private(path, text, false),
-        Destination::Github { env_file } => {
+        Destination::EnvFile { env_file } => {
             if let Some(masks) = &rendered.masks {
                 stdout(masks.expose_secret().as_bytes())?;
             }

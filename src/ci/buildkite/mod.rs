@@ -12,7 +12,7 @@ use http::HeaderMap;
 use secrecy::SecretString;
 use serde_json::Value;
 
-use super::{Ci, ClaimsError, Env, JobApi, JobToken, Verdict, WebhookError};
+use super::{Ci, ClaimsError, Env, JobApi, JobToken, StepOutput, Verdict, WebhookError};
 use crate::job::Job;
 
 pub struct Buildkite;
@@ -56,5 +56,9 @@ impl Ci for Buildkite {
 
     fn job_token_hint(&self) -> &'static str {
         "$BUILDKITE_AGENT_ACCESS_TOKEN (Buildkite, via `buildkite-agent oidc request-token`)"
+    }
+
+    fn step_output(&self) -> Option<StepOutput> {
+        None
     }
 }

@@ -8,7 +8,7 @@ use http::HeaderMap;
 use secrecy::SecretString;
 use serde_json::Value;
 
-use super::{Ci, ClaimsError, Env, JobApi, JobToken, Verdict, WebhookError};
+use super::{Ci, ClaimsError, Env, JobApi, JobToken, StepOutput, Verdict, WebhookError};
 use crate::job::Job;
 
 const TOKEN_ENV: &str = "CIRCLE_OIDC_TOKEN_V2";
@@ -55,5 +55,9 @@ impl Ci for Circleci {
 
     fn job_token_hint(&self) -> &'static str {
         "$CIRCLE_OIDC_TOKEN_V2 (CircleCI)"
+    }
+
+    fn step_output(&self) -> Option<StepOutput> {
+        None
     }
 }

@@ -18,7 +18,7 @@ use http::HeaderMap;
 use secrecy::SecretString;
 use serde_json::Value;
 
-use super::{Ci, ClaimsError, Env, JobApi, JobToken, Verdict, WebhookError};
+use super::{Ci, ClaimsError, Env, JobApi, JobToken, StepOutput, Verdict, WebhookError};
 use crate::job::Job;
 
 pub struct GithubActions;
@@ -62,5 +62,15 @@ impl Ci for GithubActions {
 
     fn job_token_hint(&self) -> &'static str {
         "$ACTIONS_ID_TOKEN_REQUEST_URL with $ACTIONS_ID_TOKEN_REQUEST_TOKEN (GitHub Actions; the job needs `permissions: id-token: write`)"
+    }
+
+    fn step_output(&self) -> Option<StepOutput> {
+        Some(StepOutput {
+            name: "github",
+            help: "`::add-mask::` for every secret on stdout, then `NAME=value` appended to `$GITHUB_ENV`",
+            env_file: Some(("GITHUB_ENV", "set inside a GitHub Actions step")),
+            mask: Some(|secret| format!("::add-mask::{secret}\n")),
+            warning: None,
+        })
     }
 }

@@ -11,7 +11,7 @@ use http::HeaderMap;
 use secrecy::SecretString;
 use serde_json::Value;
 
-use super::{Ci, ClaimsError, Env, JobApi, JobToken, Verdict, WebhookError};
+use super::{Ci, ClaimsError, Env, JobApi, JobToken, StepOutput, Verdict, WebhookError};
 use crate::job::Job;
 
 pub struct Gitlab;
@@ -55,5 +55,17 @@ impl Ci for Gitlab {
 
     fn job_token_hint(&self) -> &'static str {
         "$CI_CREDS_ID_TOKEN (GitLab `id_tokens`; --token-env names another variable)"
+    }
+
+    fn step_output(&self) -> Option<StepOutput> {
+        Some(StepOutput {
+            name: "gitlab-dotenv",
+            help: "A dotenv file for GitLab's `artifacts:reports:dotenv` (stored as an artifact)",
+            env_file: None,
+            mask: None,
+            warning: Some(
+                "a dotenv report is stored as a job artifact: whoever can read this pipeline's artifacts can read these credentials until they expire; keep --ttl short and revoke in after_script",
+            ),
+        })
     }
 }
