@@ -12,15 +12,28 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
+# A target that no longer builds (a moved path, a renamed type) fails the run here.
 cargo +nightly fuzz build
 host="$(rustc +nightly -vV | sed -n 's/^host: //p')"
 bin="fuzz/target/$host/release"
+targets="$(cargo +nightly fuzz list)"
+declared="$(grep -c '^\[\[bin\]\]' fuzz/Cargo.toml)"
+if [ -z "$targets" ] || [ "$(wc -l <<<"$targets")" -ne "$declared" ]; then
+  echo "cargo fuzz list names $(wc -l <<<"$targets") targets; fuzz/Cargo.toml declares $declared" >&2
+  exit 1
+fi
+for target in $targets; do
+  if [ ! -x "$bin/$target" ]; then
+    echo "fuzz target $target was not built" >&2
+    exit 1
+  fi
+done
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 failed=()
 summary=""
-for target in $(cargo +nightly fuzz list); do
+for target in $targets; do
   mkdir -p "$work/corpus/$target" "fuzz/artifacts/$target"
   if [ -d "fuzz/corpus/$target" ]; then
     cp -R "fuzz/corpus/$target/." "$work/corpus/$target/"

@@ -107,14 +107,15 @@ impl HttpClient {
 const UNRESERVED: &percent_encoding::AsciiSet =
     &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
-/// `value` as one path segment of a URL. A value of `.` or `..` has its dots encoded, so no
-/// value can become a dot-segment that climbs the path.
-pub fn path_segment(value: &str) -> String {
-    match value {
-        "." => "%2E".to_owned(),
-        ".." => "%2E%2E".to_owned(),
-        _ => percent_encoding::utf8_percent_encode(value, UNRESERVED).to_string(),
+/// `value` as one path segment of a URL, or `None` for a value that cannot be one: empty, `.`
+/// or `..`. URL parsers read `%2E%2E` as `..` too (the WHATWG URL standard does), so no encoding
+/// keeps such a value from climbing the path; it is refused instead. (A `%` in a value is
+/// encoded, so `%2e` in a value never becomes a dot.)
+pub fn path_segment(value: &str) -> Option<String> {
+    if matches!(value, "" | "." | "..") {
+        return None;
     }
+    Some(percent_encoding::utf8_percent_encode(value, UNRESERVED).to_string())
 }
 
 #[cfg(test)]
@@ -122,20 +123,22 @@ mod tests {
     use super::path_segment;
 
     #[test]
-    fn a_path_segment_encodes_only_what_a_segment_needs() {
+    fn a_path_segment_encodes_only_what_a_segment_needs_and_is_never_a_dot_segment() {
         for (value, segment) in [
-            ("octo-org", "octo-org"),
-            ("Octo_Repo.v2~x", "Octo_Repo.v2~x"),
-            ("0184990a-477b-4fa8", "0184990a-477b-4fa8"),
-            ("a/b", "a%2Fb"),
-            ("app/..", "app%2F.."),
-            ("..", "%2E%2E"),
-            (".", "%2E"),
-            ("...", "..."),
-            ("a b?c#d%e", "a%20b%3Fc%23d%25e"),
-            ("häm", "h%C3%A4m"),
+            ("octo-org", Some("octo-org")),
+            ("Octo_Repo.v2~x", Some("Octo_Repo.v2~x")),
+            ("0184990a-477b-4fa8", Some("0184990a-477b-4fa8")),
+            ("a/b", Some("a%2Fb")),
+            ("app/..", Some("app%2F..")),
+            ("...", Some("...")),
+            ("a b?c#d%e", Some("a%20b%3Fc%23d%25e")),
+            ("%2e%2E", Some("%252e%252E")),
+            ("häm", Some("h%C3%A4m")),
+            ("..", None),
+            (".", None),
+            ("", None),
         ] {
-            assert_eq!(path_segment(value), segment, "{value}");
+            assert_eq!(path_segment(value).as_deref(), segment, "{value}");
         }
     }
 }

@@ -30,8 +30,9 @@ impl JobLocator {
         }
     }
 
-    /// The job answer's path below the API's URL, every segment escaped.
-    pub fn path(&self) -> String {
+    /// The job answer's path below the API's URL, every segment escaped; `None` when a
+    /// coordinate cannot be a path segment (`..`).
+    pub fn path(&self) -> Option<String> {
         match self {
             Self::Github(at) => at.path(),
             Self::Gitlab(at) => at.path(),
@@ -66,15 +67,16 @@ mod tests {
     #[test]
     fn every_segment_of_the_path_is_escaped_and_unreserved_characters_are_not() {
         let github = JobLocator::of(&job(CiKind::Github, "octo-org/octo_repo.v2", json!({}))).unwrap();
-        assert_eq!(github.path(), "/repos/octo-org/octo_repo.v2/actions/jobs/9%2F1");
+        assert_eq!(github.path().unwrap(), "/repos/octo-org/octo_repo.v2/actions/jobs/9%2F1");
         let gitlab = JobLocator::of(&job(CiKind::Gitlab, "g/p", json!({"job_project_id": "20"}))).unwrap();
-        assert_eq!(gitlab.path(), "/projects/20/jobs/9%2F1");
+        assert_eq!(gitlab.path().unwrap(), "/projects/20/jobs/9%2F1");
         let claims = json!({"organization_slug": "acme-inc", "pipeline_slug": "app/..", "build_number": 7});
         let buildkite = JobLocator::of(&job(CiKind::Buildkite, "acme-inc/app", claims)).unwrap();
-        assert_eq!(buildkite.path(), "/v2/organizations/acme-inc/pipelines/app%2F../builds/7/jobs/9%2F1");
+        assert_eq!(buildkite.path().unwrap(), "/v2/organizations/acme-inc/pipelines/app%2F../builds/7/jobs/9%2F1");
+        // A dot segment would climb the path however it is encoded: no call is made.
         let claims = json!({"organization_slug": "acme", "pipeline_slug": "..", "build_number": 7});
         let dots = JobLocator::of(&job(CiKind::Buildkite, "acme/..", claims)).unwrap();
-        assert_eq!(dots.path(), "/v2/organizations/acme/pipelines/%2E%2E/builds/7/jobs/9%2F1");
+        assert_eq!(dots.path(), None);
     }
 
     #[test]

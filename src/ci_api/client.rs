@@ -67,7 +67,9 @@ impl CiApi {
         if locator.kind() != self.kind {
             return Err(Error::NoLocator { api, reason: "the job was recorded for another CI" });
         }
-        let url = format!("{}{}", self.api_url, locator.path());
+        let path =
+            locator.path().ok_or(Error::NoLocator { api, reason: "the job's coordinates are not path segments" })?;
+        let url = format!("{}{path}", self.api_url);
         let answer = match &self.credentials {
             Credentials::Token(token) => http::get(&self.http, self.api, &url, token).await,
             Credentials::App(tokens) => match tokens.token_for(locator).await {

@@ -33,6 +33,7 @@ mod policy_cli;
 mod policy_cli_runner;
 mod policy_schema;
 mod replicas;
+mod request_paths;
 mod runner_facts;
 mod runner_identity;
 mod runner_report;

@@ -112,7 +112,7 @@ impl GithubApp {
             return Ok(id);
         }
         let jwt = self.app_jwt()?;
-        let owner_path = path_segment(owner);
+        let owner_path = path_segment(owner).ok_or_else(|| refused("owner", format!("`{owner}` is not an owner")))?;
         let id =
             match self.call::<Installation>(Method::GET, &format!("/orgs/{owner_path}/installation"), &jwt, None).await
             {
@@ -135,11 +135,13 @@ impl GithubApp {
         if let Some(id) = self.installations.get(&key).await {
             return Ok(id);
         }
-        let Some((owner, name)) = repository.split_once('/') else {
+        let segments =
+            repository.split_once('/').and_then(|(owner, name)| Some((path_segment(owner)?, path_segment(name)?)));
+        let Some((owner, name)) = segments else {
             return Err(refused("repository", format!("`{repository}` is not owner/name")));
         };
         let jwt = self.app_jwt()?;
-        let path = format!("/repos/{}/{}/installation", path_segment(owner), path_segment(name));
+        let path = format!("/repos/{owner}/{name}/installation");
         let id = self.call::<Installation>(Method::GET, &path, &jwt, None).await?.id;
         self.installations.insert(key, id).await;
         Ok(id)

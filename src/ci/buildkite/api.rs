@@ -25,14 +25,14 @@ pub struct Locator {
 }
 
 impl Locator {
-    pub fn path(&self) -> String {
-        format!(
+    pub fn path(&self) -> Option<String> {
+        Some(format!(
             "/v2/organizations/{}/pipelines/{}/builds/{}/jobs/{}",
-            path_segment(&self.organization),
-            path_segment(&self.pipeline),
+            path_segment(&self.organization)?,
+            path_segment(&self.pipeline)?,
             self.build_number,
-            path_segment(&self.job_id)
-        )
+            path_segment(&self.job_id)?
+        ))
     }
 }
 
@@ -122,7 +122,7 @@ impl JobApi for RestApi {
     /// A job answer names its agent but not the agent's tags.
     fn runner_labels_path(&self, locator: &JobLocator, runner_id: &str) -> Option<String> {
         let JobLocator::Buildkite(at) = locator else { return None };
-        Some(format!("/v2/organizations/{}/agents/{}", path_segment(&at.organization), path_segment(runner_id)))
+        Some(format!("/v2/organizations/{}/agents/{}", path_segment(&at.organization)?, path_segment(runner_id)?))
     }
 
     fn read_runner_labels(&self, body: &[u8]) -> Result<Vec<String>, String> {

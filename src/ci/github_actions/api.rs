@@ -23,9 +23,14 @@ pub struct Locator {
 }
 
 impl Locator {
-    pub fn path(&self) -> String {
-        let (owner, name) = self.repository.split_once('/').unwrap_or((&self.repository, ""));
-        format!("/repos/{}/{}/actions/jobs/{}", path_segment(owner), path_segment(name), path_segment(&self.job_id))
+    pub fn path(&self) -> Option<String> {
+        let (owner, name) = self.repository.split_once('/')?;
+        Some(format!(
+            "/repos/{}/{}/actions/jobs/{}",
+            path_segment(owner)?,
+            path_segment(name)?,
+            path_segment(&self.job_id)?
+        ))
     }
 }
 

@@ -22,8 +22,8 @@ pub struct Locator {
 }
 
 impl Locator {
-    pub fn path(&self) -> String {
-        format!("/projects/{}/jobs/{}", path_segment(&self.project_id), path_segment(&self.job_id))
+    pub fn path(&self) -> Option<String> {
+        Some(format!("/projects/{}/jobs/{}", path_segment(&self.project_id)?, path_segment(&self.job_id)?))
     }
 }
 

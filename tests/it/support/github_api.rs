@@ -63,6 +63,8 @@ struct TokenScope {
 #[derive(Default)]
 struct Shared {
     requests: Vec<(String, String)>,
+    /// Every request's path exactly as sent, before any decoding.
+    raw_paths: Vec<String>,
     issued: Vec<Issued>,
     mode: Option<Mode>,
     serial: u64,
@@ -104,6 +106,7 @@ impl GithubApi {
             .route("/repos/{owner}/{repo}/installation", get(repository_installation))
             .route("/repos/{owner}/{repo}/actions/jobs/{job_id}", get(job))
             .layer(axum::middleware::map_response_with_state(state.clone(), rate_limit_headers))
+            .layer(axum::middleware::map_request_with_state(state.clone(), record_raw_path))
             .with_state(state);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("binds");
         let url = format!("http://{}", listener.local_addr().expect("address"));
@@ -125,6 +128,11 @@ impl GithubApi {
         self.shared.lock().unwrap().requests.clone()
     }
 
+    /// The path of every request received, in order, exactly as the broker wrote it.
+    pub fn raw_paths(&self) -> Vec<String> {
+        self.shared.lock().unwrap().raw_paths.clone()
+    }
+
     /// How `GET /repos/{owner}/{repo}/actions/jobs/{job_id}` answers from now on, once the token
     /// is accepted; a job never set is not found.
     pub fn set_job(&self, job_id: &str, answer: JobAnswer) {
@@ -135,6 +143,11 @@ impl GithubApi {
     pub fn job_calls(&self, job_id: &str) -> usize {
         self.shared.lock().unwrap().job_calls.get(job_id).copied().unwrap_or(0)
     }
+}
+
+async fn record_raw_path(State(state): State<AppState>, request: axum::extract::Request) -> axum::extract::Request {
+    state.shared.lock().unwrap().raw_paths.push(request.uri().path().to_owned());
+    request
 }
 
 fn record(state: &AppState, method: &str, path: String) -> Option<Response> {
