@@ -24,6 +24,7 @@ fn serve(config: &str, policy: &str) -> (bool, String) {
         .args(["serve", "--config"])
         .arg(dir.path().join("config.toml"))
         .env("CONFIG_TEST_VAULT_TOKEN", "not-a-real-token")
+        .env("CONFIG_TEST_PADDED_SECRET", " padded-secret\n")
         .env_remove("VAULT_TOKEN")
         .output()
         .unwrap();
@@ -108,6 +109,25 @@ fn names_the_bad_key() {
                 ci_api("github", "token_env = \"T\"").replace("https://api.github.com", "http://api.github.com")
             ),
             "ci_api.github.api_url",
+        ),
+        (
+            "webhook secret with whitespace around it",
+            format!(
+                "{HEAD}{GOOD_ISSUER}{vault}[webhooks.github]\nissuer = \"github\"\nsecret_env = \"CONFIG_TEST_PADDED_SECRET\"\n"
+            ),
+            "webhooks.github.secret_env",
+        ),
+        (
+            "webhook with another CI's secret key",
+            format!(
+                "{HEAD}{GOOD_ISSUER}{vault}[webhooks.github]\nissuer = \"github\"\ntoken_env = \"CONFIG_TEST_VAULT_TOKEN\"\n"
+            ),
+            "webhooks.github.token_env",
+        ),
+        (
+            "webhook of an unknown CI",
+            format!("{HEAD}{GOOD_ISSUER}{vault}[webhooks.travis]\nissuer = \"github\"\nsecret_env = \"X\"\n"),
+            "travis",
         ),
         (
             "CI API zero budget",

@@ -44,3 +44,4 @@ mod store_suite;
 mod stored_formats;
 mod vault_backend;
 mod vault_dynamic_secret;
+mod webhook_secrets;
