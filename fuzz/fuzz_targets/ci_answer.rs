@@ -20,10 +20,10 @@ fn located(kind: CiKind, job_id: &str) -> JobLocator {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let kinds: Vec<CiKind> = CiKind::ALL.into_iter().filter(|kind| kind.ci().api().is_some()).collect();
+    let kinds: Vec<CiKind> = CiKind::ALL.into_iter().filter(|kind| kind.ci().api.is_some()).collect();
     let Some((&selector, body)) = data.split_first() else { return };
     let kind = kinds[usize::from(selector) % kinds.len()];
-    let api = kind.ci().api().expect("a job API");
+    let api = kind.ci().api.expect("a job API");
     let named = match serde_json::from_slice::<Value>(body).ok().map(|answer| answer["id"].clone()) {
         Some(Value::String(id)) => id,
         Some(Value::Number(id)) => id.to_string(),

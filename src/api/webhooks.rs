@@ -71,7 +71,7 @@ pub fn route(kind: CiKind) -> UtoipaMethodRouter<Arc<Broker>> {
     let (schemas, documented, _): UtoipaMethodRouter<Arc<Broker>> = routes!(documented);
     let mut operation = documented.paths.into_values().find_map(|item| item.post).expect("a documented POST");
     operation.operation_id = Some(kind.name().to_owned());
-    operation.summary = Some(kind.ci().webhook_summary().to_owned());
+    operation.summary = Some(kind.ci().webhook_summary.to_owned());
     let path = format!("/v1/webhooks/{}", kind.name());
     let paths = Paths::builder().path(path, PathItem::new(HttpMethod::Post, operation)).build();
     let handler = post(move |State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body| async move {

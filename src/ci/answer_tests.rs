@@ -27,14 +27,14 @@ fn located(kind: CiKind, job_id: &str) -> JobLocator {
         .as_object()
         .cloned()
         .unwrap();
-    kind.ci().api().unwrap().locate(&job).unwrap()
+    kind.ci().api.unwrap().locate(&job).unwrap()
 }
 
 /// Reads `body` as the answer about the job it names, as the broker asking about that job would.
 fn parse_answer(kind: CiKind, body: &[u8]) -> Result<JobReport, String> {
     let named = serde_json::from_slice::<Value>(body).ok().map(|answer| parse_answer_id(&answer));
     let locator = located(kind, named.as_deref().unwrap_or("unnamed"));
-    kind.ci().api().unwrap().read_answer(&locator, body)
+    kind.ci().api.unwrap().read_answer(&locator, body)
 }
 #[test]
 fn every_documented_status_maps_to_running_finished_or_unknown() {
@@ -157,7 +157,7 @@ fn a_buildkite_agent_s_tags_are_read_bounded_and_a_wrong_shape_is_unreadable() {
 }
 
 fn read_agent_tags(body: &[u8]) -> Result<Vec<String>, String> {
-    CiKind::Buildkite.ci().api().unwrap().read_runner_labels(body)
+    CiKind::Buildkite.ci().api.unwrap().read_runner_labels(body)
 }
 
 #[test]
@@ -173,7 +173,7 @@ fn an_answer_about_another_job_is_unreadable_never_this_job_s_end() {
     ];
     for (kind, answer, other_job) in cases {
         let body = serde_json::to_vec(&answer).unwrap();
-        let api = kind.ci().api().unwrap();
+        let api = kind.ci().api.unwrap();
         let about_it = api.read_answer(&located(kind, &parse_answer_id(&answer)), &body).unwrap();
         assert_eq!(about_it.liveness, Liveness::Finished, "{kind:?}");
         let about_another = api.read_answer(&located(kind, other_job), &body);

@@ -8,7 +8,7 @@ use http::HeaderMap;
 use serde::Serialize;
 
 use super::JobLocator;
-use crate::job::{Job, RunnerFacts};
+use crate::job::{Job, RunnerFacts, bounded_fact};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -82,6 +82,15 @@ pub trait JobApi: Sync {
     fn read_runner_labels(&self, _body: &[u8]) -> Result<Vec<String>, String> {
         Err("this API describes no runner apart from its jobs".into())
     }
+}
+
+/// An answer about another job than the one asked about is unreadable: taken as this job's, a
+/// hostile or confused answer could end it.
+pub fn check_about_job(asked: &str, answered: &str) -> Result<(), String> {
+    if answered != asked {
+        return Err(format!("the answer is about job {}, not the job asked about", bounded_fact(answered)));
+    }
+    Ok(())
 }
 
 /// A number in a response header, if it is one.

@@ -18,7 +18,7 @@ pub enum JobLocator {
 impl JobLocator {
     /// The locator of a verified job, or why its token does not give one.
     pub fn of(job: &Job) -> Result<Self, &'static str> {
-        let api = job.kind.and_then(|kind| kind.ci().api()).ok_or("this CI has no job API the broker asks")?;
+        let api = job.kind.and_then(|kind| kind.ci().api).ok_or("this CI has no job API the broker asks")?;
         api.locate(job)
     }
 
@@ -104,7 +104,7 @@ mod tests {
     fn each_ci_s_locator_is_tagged_with_the_ci_s_name() {
         let claims =
             json!({"job_project_id": "20", "organization_slug": "acme", "pipeline_slug": "app", "build_number": 7});
-        for kind in CiKind::ALL.into_iter().filter(|kind| kind.ci().api().is_some()) {
+        for kind in CiKind::ALL.into_iter().filter(|kind| kind.ci().api.is_some()) {
             let locator = JobLocator::of(&job(kind, "octo-org/octo-repo", claims.clone())).unwrap();
             assert_eq!(locator.kind(), kind);
             assert_eq!(serde_json::to_value(&locator).unwrap()["ci"], kind.name());

@@ -2,7 +2,7 @@
 //! job, how its webhooks are authenticated and read, where and how its REST API answers for a
 //! job, how a job finds its token for `ci-creds get`, and which runner facts name a host.
 //!
-//! A CI is a `CiKind` variant and a folder whose type implements `Ci`. `CiKind::ci` is the one
+//! A CI is a `CiKind` variant and a folder that fills one `Ci`. `CiKind::ci` is the one
 //! place that dispatches to it, an exhaustive `match`: a CI that is not wired in does not
 //! compile. Every token is verified by `identity` before any code here sees its claims.
 
@@ -39,44 +39,62 @@ use serde_json::Value;
 
 use crate::job::{CiKind, Job};
 
-/// Everything the broker knows of one CI system.
-pub trait Ci: Sync {
+/// Everything the broker knows of one CI system: each CI's folder fills one of these.
+pub struct Ci {
     /// How prose names it: "GitHub".
-    fn title(&self) -> &'static str;
-
-    /// The job a verified token's claims describe. `issuer` is the configured issuer's name.
-    fn job(&self, issuer: &str, claims: &Value) -> Result<Job, ClaimsError>;
+    pub title: &'static str,
     /// The documented `iss` of the CI's hosted service, if it has one.
-    fn hosted_issuer(&self) -> Option<&'static str>;
+    pub hosted_issuer: Option<&'static str>,
     /// A claim only this CI's tokens carry: how `ci-creds policy` tells a claim set's CI.
-    fn telling_claim(&self) -> &'static str;
-
+    pub telling_claim: &'static str,
+    /// The job a verified token's claims describe; the first argument is the issuer's name.
+    map_claims: fn(&str, &Value) -> Result<Job, ClaimsError>,
     /// The key of `[webhooks.<name>]` that names the env var holding the webhook's secret.
-    fn webhook_secret_key(&self) -> &'static str;
+    pub webhook_secret_key: &'static str,
     /// What `/v1/webhooks/<name>` takes, for the OpenAPI document.
-    fn webhook_summary(&self) -> &'static str;
-    /// Authenticates a delivery with the configured `secret`, and reads what it asks for.
-    fn read_webhook(&self, headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<Verdict, WebhookError>;
-
+    pub webhook_summary: &'static str,
+    /// Authenticates a delivery with the configured secret, and reads what it asks for.
+    read_delivery: fn(&HeaderMap, &[u8], &SecretString) -> Result<Verdict, WebhookError>,
     /// The CI's job API, if the broker can ask it.
-    fn api(&self) -> Option<&'static dyn JobApi>;
+    pub api: Option<&'static dyn JobApi>,
+    /// Where a job of this CI finds its token, when its environment says it runs in this CI.
+    find_job_token: fn(Env<'_>) -> Option<JobToken>,
+    /// What `find_job_token` looks for, for the error when no CI's token is found.
+    pub job_token_hint: &'static str,
+    /// How a job hands credentials to its later steps, if the CI has a way of its own.
+    pub step_output: Option<StepOutput>,
+}
+
+impl Ci {
+    /// The job a verified token's `claims` describe; `issuer` is the configured issuer's name.
+    pub fn job(&self, issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
+        (self.map_claims)(issuer, claims)
+    }
+
+    /// Authenticates a delivery with the configured `secret`, and reads what it asks for.
+    pub fn read_webhook(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        secret: &SecretString,
+    ) -> Result<Verdict, WebhookError> {
+        (self.read_delivery)(headers, body, secret)
+    }
 
     /// Where a job of this CI finds its token, when `env` says the job runs in this CI.
-    fn job_token(&self, env: Env<'_>) -> Option<JobToken>;
-    /// What `job_token` looks for, for the error when no CI's token is found.
-    fn job_token_hint(&self) -> &'static str;
-    /// How a job hands credentials to its later steps, if the CI has a way of its own.
-    fn step_output(&self) -> Option<StepOutput>;
+    pub fn job_token(&self, env: Env<'_>) -> Option<JobToken> {
+        (self.find_job_token)(env)
+    }
 }
 
 impl CiKind {
     /// The one dispatch to what the broker knows of each CI.
-    pub fn ci(self) -> &'static dyn Ci {
+    pub fn ci(self) -> &'static Ci {
         match self {
-            Self::Github => &github_actions::GithubActions,
-            Self::Gitlab => &gitlab::Gitlab,
-            Self::Buildkite => &buildkite::Buildkite,
-            Self::Circleci => &circleci::Circleci,
+            Self::Github => &github_actions::CI,
+            Self::Gitlab => &gitlab::CI,
+            Self::Buildkite => &buildkite::CI,
+            Self::Circleci => &circleci::CI,
         }
     }
 }

@@ -167,9 +167,9 @@ impl CiApis {
 fn build(name: &str, kind: CiKind, table: &CiApiConfig) -> Result<CiApi, Error> {
     let key = |field: &str| format!("ci_api.{name}.{field}");
     let config_error = |field: &str, message: String| Error::Config { key: key(field), message };
-    let api = kind.ci().api().ok_or_else(|| Error::Config {
+    let api = kind.ci().api.ok_or_else(|| Error::Config {
         key: format!("ci_api.{name}"),
-        message: format!("{} has no job API the broker asks", kind.ci().title()),
+        message: format!("{} has no job API the broker asks", kind.ci().title),
     })?;
     let secret = |field: &str, env: &str| secret_from_env(env).map_err(|message| config_error(field, message));
     let timeout = Duration::from_secs(table.timeout_seconds);

@@ -56,8 +56,8 @@ impl CiApiConfig {
     pub fn validate(&self, name: &str, kind: CiKind) -> Result<(), (String, String)> {
         let key = |field: &str| format!("ci_api.{name}.{field}");
         let invalid = |field: &str, message: &str| Err((key(field), message.to_owned()));
-        let Some(api) = kind.ci().api() else {
-            let message = format!("{} has no job API the broker asks; use its webhook", kind.ci().title());
+        let Some(api) = kind.ci().api else {
+            let message = format!("{} has no job API the broker asks; use its webhook", kind.ci().title);
             return Err((format!("ci_api.{name}"), message));
         };
         check_url_scheme(&self.api_url).map_err(|e| (key("api_url"), e))?;
@@ -93,8 +93,8 @@ impl CiApiConfig {
 fn app_ci_title() -> String {
     let titles: Vec<&str> = CiKind::ALL
         .into_iter()
-        .filter(|kind| kind.ci().api().is_some_and(|api| api.takes_app()))
-        .map(|kind| kind.ci().title())
+        .filter(|kind| kind.ci().api.is_some_and(|api| api.takes_app()))
+        .map(|kind| kind.ci().title)
         .collect();
     titles.join(" or ")
 }

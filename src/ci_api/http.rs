@@ -103,7 +103,7 @@ mod tests {
     fn retry_after_comes_first_a_bare_429_pauses_a_minute_and_no_pause_exceeds_an_hour() {
         const NOW: u64 = 1_800_000_000;
         let s = Duration::from_secs;
-        for api in CiKind::ALL.into_iter().filter_map(|kind| kind.ci().api()) {
+        for api in CiKind::ALL.into_iter().filter_map(|kind| kind.ci().api) {
             let name = api.name();
             assert_eq!(pause_from(api, 429, &headers(&[("retry-after", "30")]), NOW), Some(s(30)), "{name}");
             assert_eq!(pause_from(api, 429, &headers(&[]), NOW), Some(s(60)), "{name}");

@@ -24,7 +24,7 @@ pub enum Format {
 
 /// Every format, in the order `--help` lists them.
 static FORMATS: LazyLock<Vec<Format>> = LazyLock::new(|| {
-    let steps = CiKind::ALL.into_iter().filter(|kind| kind.ci().step_output().is_some()).map(Format::Step);
+    let steps = CiKind::ALL.into_iter().filter(|kind| kind.ci().step_output.as_ref().is_some()).map(Format::Step);
     [Format::Env, Format::Json].into_iter().chain(steps).chain([Format::CredentialProcess]).collect()
 });
 
@@ -41,7 +41,7 @@ impl clap::ValueEnum for Format {
             Self::CredentialProcess => PossibleValue::new("credential-process")
                 .help("The JSON an AWS `credential_process` prints (needs exactly one AWS credential)"),
             Self::Step(kind) => {
-                let step = kind.ci().step_output()?;
+                let step = kind.ci().step_output.as_ref()?;
                 PossibleValue::new(step.name).help(step.help)
             }
         })

@@ -25,7 +25,7 @@ impl Destination {
     /// Decided before anything is minted, so a usage error wastes no credential.
     pub(super) fn choose(format: Format, output: Option<&Path>) -> Result<Self, Error> {
         let env_file = match format {
-            Format::Step(kind) => kind.ci().step_output().and_then(|step| Some((step.name, step.env_file?))),
+            Format::Step(kind) => kind.ci().step_output.as_ref().and_then(|step| Some((step.name, step.env_file?))),
             _ => None,
         };
         match (env_file, output) {
@@ -68,8 +68,8 @@ pub(super) fn render(format: Format, answer: &Answer) -> Result<Rendered, Error>
             Ok(format!("export {name}={quoted}\n"))
         })?,
         Format::Step(kind) => {
-            let step = kind.ci().step_output().ok_or_else(|| {
-                Error::Usage(format!("{} has no output format of its own; use --format env", kind.ci().title()))
+            let step = kind.ci().step_output.as_ref().ok_or_else(|| {
+                Error::Usage(format!("{} has no output format of its own; use --format env", kind.ci().title))
             })?;
             let vars = variables(answer);
             if let Some(mask) = step.mask {

@@ -42,7 +42,7 @@ impl TokenSource {
         if env(GENERIC).is_some() {
             return Ok(Self::Env(GENERIC.to_owned()));
         }
-        let hints: Vec<&str> = CiKind::ALL.into_iter().map(|kind| kind.ci().job_token_hint()).collect();
+        let hints: Vec<&str> = CiKind::ALL.into_iter().map(|kind| kind.ci().job_token_hint).collect();
         Err(Error::NoToken(format!("no CI token found; looked for --token-file, {} and ${GENERIC}", hints.join(", "))))
     }
 

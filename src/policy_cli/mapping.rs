@@ -89,7 +89,7 @@ pub(super) fn config_policy_dir(path: &Path) -> Option<PathBuf> {
 /// by the claims only their tokens carry.
 fn infer(iss: Option<&str>, claims: &Value) -> Option<(CiKind, String)> {
     if let Some(iss) = iss {
-        let hosted = CiKind::ALL.into_iter().filter_map(|kind| Some((kind.ci().hosted_issuer()?, kind)));
+        let hosted = CiKind::ALL.into_iter().filter_map(|kind| Some((kind.ci().hosted_issuer?, kind)));
         for (base, kind) in hosted {
             let below = iss.strip_prefix(base).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
             if below {
@@ -99,7 +99,7 @@ fn infer(iss: Option<&str>, claims: &Value) -> Option<(CiKind, String)> {
     }
     CiKind::ALL
         .into_iter()
-        .map(|kind| (kind.ci().telling_claim(), kind))
+        .map(|kind| (kind.ci().telling_claim, kind))
         .find(|(claim, _)| claims.get(claim).is_some())
         .map(|(claim, kind)| (kind, format!("the `{claim}` claim")))
 }

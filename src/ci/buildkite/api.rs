@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ci::JobLocator;
-use crate::ci::api::{JobApi, JobReport, Liveness, header_number};
+use crate::ci::api::{JobApi, JobReport, Liveness, check_about_job, header_number};
 use crate::job::{Job, MAX_LABELS, RunnerFacts, bounded_fact};
 use crate::net::path_segment;
 
@@ -86,9 +86,7 @@ impl JobApi for RestApi {
     fn read_answer(&self, locator: &JobLocator, body: &[u8]) -> Result<JobReport, String> {
         let JobLocator::Buildkite(asked) = locator else { return Err("the job was recorded for another CI".into()) };
         let answer: Answer = serde_json::from_slice(body).map_err(|e| e.to_string())?;
-        if answer.id != asked.job_id {
-            return Err(format!("the answer is about job {}, not the job asked about", bounded_fact(&answer.id)));
-        }
+        check_about_job(&asked.job_id, &answer.id)?;
         let liveness = match answer.state.as_str() {
             "assigned" | "accepted" | "running" | "canceling" | "timing_out" => Liveness::Running,
             "passed" | "failed" | "canceled" | "timed_out" | "skipped" | "broken" | "expired" | "finished" => {

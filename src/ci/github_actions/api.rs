@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::runner::GithubRunner;
 use crate::ci::JobLocator;
-use crate::ci::api::{JobApi, JobReport, Liveness, header_number, until_epoch};
+use crate::ci::api::{JobApi, JobReport, Liveness, check_about_job, header_number, until_epoch};
 use crate::job::{Job, bounded_fact};
 use crate::net::path_segment;
 
@@ -72,9 +72,7 @@ impl JobApi for JobsApi {
     fn read_answer(&self, locator: &JobLocator, body: &[u8]) -> Result<JobReport, String> {
         let JobLocator::Github(asked) = locator else { return Err("the job was recorded for another CI".into()) };
         let answer: Answer = serde_json::from_slice(body).map_err(|e| e.to_string())?;
-        if answer.id.to_string() != asked.job_id {
-            return Err(format!("the answer is about job {}, not the job asked about", answer.id));
-        }
+        check_about_job(&asked.job_id, &answer.id.to_string())?;
         let liveness = match answer.status.as_str() {
             "in_progress" => Liveness::Running,
             // Any conclusion: success, failure, cancelled, skipped, timed_out …

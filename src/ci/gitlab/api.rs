@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::webhook::FINAL_STATUSES;
 use crate::ci::JobLocator;
-use crate::ci::api::{JobApi, JobReport, Liveness, TokenHeader, header_number, until_epoch};
+use crate::ci::api::{JobApi, JobReport, Liveness, TokenHeader, check_about_job, header_number, until_epoch};
 use crate::job::{Job, RunnerFacts, bounded_fact};
 use crate::net::path_segment;
 
@@ -76,9 +76,7 @@ impl JobApi for JobsApi {
     fn read_answer(&self, locator: &JobLocator, body: &[u8]) -> Result<JobReport, String> {
         let JobLocator::Gitlab(asked) = locator else { return Err("the job was recorded for another CI".into()) };
         let answer: Answer = serde_json::from_slice(body).map_err(|e| e.to_string())?;
-        if answer.id.to_string() != asked.job_id {
-            return Err(format!("the answer is about job {}, not the job asked about", answer.id));
-        }
+        check_about_job(&asked.job_id, &answer.id.to_string())?;
         let liveness = match answer.status.as_str() {
             "running" => Liveness::Running,
             status if FINAL_STATUSES.contains(&status) => Liveness::Finished,

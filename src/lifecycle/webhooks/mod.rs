@@ -36,7 +36,7 @@ impl WebhookConfig {
     /// The env var the CI's own key names, or the key that is wrong: each CI takes exactly the
     /// one key `Ci::webhook_secret_key` says.
     pub fn secret_env(&self, kind: CiKind) -> Result<&str, (String, String)> {
-        let wanted = kind.ci().webhook_secret_key();
+        let wanted = kind.ci().webhook_secret_key;
         let key = |field: &str| format!("webhooks.{}.{field}", kind.name());
         let (value, other, other_value) = if wanted == "secret_env" {
             (&self.secret_env, "token_env", &self.token_env)
@@ -44,7 +44,7 @@ impl WebhookConfig {
             (&self.token_env, "secret_env", &self.secret_env)
         };
         if other_value.is_some() {
-            return Err((key(other), format!("{} webhooks take `{wanted}`, not `{other}`", kind.ci().title())));
+            return Err((key(other), format!("{} webhooks take `{wanted}`, not `{other}`", kind.ci().title)));
         }
         value
             .as_deref()
@@ -70,7 +70,7 @@ impl Webhooks {
         for (&kind, table) in config {
             let env = table.secret_env(kind)?;
             let secret = secret_from_env(env)
-                .map_err(|message| (format!("webhooks.{}.{}", kind.name(), kind.ci().webhook_secret_key()), message))?;
+                .map_err(|message| (format!("webhooks.{}.{}", kind.name(), kind.ci().webhook_secret_key), message))?;
             endpoints.insert(kind, Endpoint { issuer: table.issuer.clone(), secret });
         }
         Ok(Self { endpoints })
