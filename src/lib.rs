@@ -17,6 +17,7 @@ pub mod audit;
 pub mod backends;
 pub mod ci_api;
 pub mod client;
+pub mod clock;
 pub mod config;
 pub mod dev;
 #[cfg(feature = "server")]

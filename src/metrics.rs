@@ -340,7 +340,7 @@ async fn fleet_gauges(broker: &Broker) {
         }
         *at = Some(std::time::Instant::now());
     }
-    let now = crate::store::now();
+    let now = crate::clock::now();
     let since = now - crate::fleet::STALE_AFTER;
     let store = &broker.store;
     let read = async {

@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use super::Broker;
 use crate::ci_api::{CiApi, Error, JobLocator, JobReport};
-use crate::store::{self, now_ms};
+use crate::clock::now_ms;
+use crate::store;
 
 impl Broker {
     /// Takes up to `wanted` calls of `api`'s budget, leaving `keep`: how many were granted, or

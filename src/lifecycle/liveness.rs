@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use super::{Broker, EndedBy, Error};
 use crate::ci_api::{JobLocator, Liveness, OnUnavailable, RunnerFacts};
+use crate::clock::now_ms;
 use crate::job::Job;
-use crate::store::{JobCiFacts, now_ms};
+use crate::store::JobCiFacts;
 
 /// What the check found, to be written with the job and told in the audit event.
 #[derive(Default)]

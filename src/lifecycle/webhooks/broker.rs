@@ -4,8 +4,8 @@ use http::HeaderMap;
 
 use super::{Verdict, WebhookSource, read};
 use crate::ci_api::RunnerFacts;
+use crate::clock::now;
 use crate::lifecycle::{Broker, EndedBy, Error, JobEnd};
-use crate::store::now;
 
 /// What the broker did with a delivery.
 #[derive(Debug, PartialEq, Eq)]
