@@ -20,6 +20,7 @@ pub mod client;
 pub mod clock;
 pub mod config;
 pub mod dev;
+pub mod duration;
 #[cfg(feature = "server")]
 pub mod fleet;
 pub mod identity;
