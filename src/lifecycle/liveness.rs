@@ -59,7 +59,8 @@ impl Broker {
                 Ok(_) => self.ask_ci(api, &locator, "exchange").await.report.map_err(|e| e.to_string()),
                 Err(skipped) => {
                     let reason = skipped.to_string();
-                    crate::metrics::ci_api_call(&job.issuer, "exchange", &Err(skipped), Duration::ZERO);
+                    let answer = super::ci_calls::answer_label(Err(&skipped));
+                    crate::metrics::ci_api_call(&job.issuer, "exchange", answer, Duration::ZERO);
                     Err(reason)
                 }
             },
