@@ -10,6 +10,8 @@
 mod asking;
 #[cfg(feature = "server")]
 mod ci_api_budget;
+#[cfg(feature = "server")]
+mod commit_queue;
 mod config;
 #[cfg(feature = "server")]
 mod connect;
@@ -40,9 +42,9 @@ mod writer;
 pub use asking::JobToAsk;
 #[cfg(feature = "server")]
 pub use ci_api_budget::CallsTaken;
-pub use config::{StoreConfig, StoreKind};
 #[cfg(feature = "server")]
-pub use group_commit::GroupCommitStats;
+pub use commit_queue::GroupCommitStats;
+pub use config::{StoreConfig, StoreKind};
 #[cfg(feature = "server")]
 pub use jobs::{EndOutcome, JobRecord, JobState};
 #[cfg(feature = "server")]

@@ -17,7 +17,7 @@ use std::sync::mpsc::{self, Receiver, SendError, Sender};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::group_commit::{Counters, RunningGuard, Write};
+use super::commit_queue::{Counters, RunningGuard, Write};
 use super::lease_batch::state_after_activation;
 use super::replay::SPEND_TOKEN;
 use super::sqlite_checkpoint::Checkpoints;
