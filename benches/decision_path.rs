@@ -196,7 +196,7 @@ impl Stages {
 /// was exchanged before).
 async fn record_before_minting(store: &Store, job: &Job, roles: &[&Role]) {
     let retention = LifecycleConfig::default().retention.as_secs() as i64;
-    let expires_at = |role: &Role| ci_creds::store::now() + role.max_ttl.as_secs() as i64;
+    let expires_at = |role: &Role| ci_creds::clock::now() + role.max_ttl.as_secs() as i64;
     let last_expiry = roles.iter().map(|role| expires_at(role)).max().unwrap_or_default();
     let leases = NewLeases {
         issuer: job.issuer.clone(),

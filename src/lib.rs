@@ -18,8 +18,10 @@ pub mod backends;
 pub mod ci;
 pub mod ci_api;
 pub mod client;
+pub mod clock;
 pub mod config;
 pub mod dev;
+pub mod duration;
 pub mod env_secret;
 #[cfg(feature = "server")]
 pub mod fleet;

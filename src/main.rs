@@ -237,7 +237,7 @@ async fn main() -> Result<()> {
 /// The fleet as the store has it, for jobs seen within `since` of now.
 async fn fleet_report(config: &Path, since: std::time::Duration) -> Result<fleet::FleetReport> {
     let store = open_store(config).await?;
-    let now = ci_creds::store::now();
+    let now = ci_creds::clock::now();
     let since = now.saturating_sub(i64::try_from(since.as_secs()).unwrap_or(i64::MAX));
     let jobs = store.runner_jobs_since(since).await?;
     let (last_seen, reused) = (store.runners_last_seen().await?, store.reused_runners().await?);

@@ -19,26 +19,10 @@ use serde::Deserialize;
 use thiserror::Error;
 
 #[cfg(feature = "server")]
-use crate::lifecycle::Broker;
-#[cfg(feature = "server")]
-use crate::store::{JobState, LeaseState};
-
-#[cfg(feature = "server")]
 const LATENCY_BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 #[cfg(feature = "server")]
 /// Job end to backend confirmation: seconds normally, minutes during a backend outage.
 const EXPOSURE_BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0];
-#[cfg(feature = "server")]
-const JOB_STATES: [JobState; 2] = [JobState::Active, JobState::Ended];
-#[cfg(feature = "server")]
-const LEASE_STATES: [LeaseState; 6] = [
-    LeaseState::Pending,
-    LeaseState::Active,
-    LeaseState::Revoking,
-    LeaseState::Revoked,
-    LeaseState::Expired,
-    LeaseState::Failed,
-];
 
 /// `[metrics]` in the broker's config.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -250,25 +234,13 @@ pub fn job_ended(source: &'static str) {
     counter!("ci_creds_jobs_ended_total", "source" => source).increment(1);
 }
 
-/// One question to a CI's API, `during` exchange or reconcile: answered running, finished or
+/// One question to a CI's API, `during` exchange or reconcile: `answer` running, finished or
 /// unknown (a status that settles neither), error (no readable answer), or skipped (not sent:
 /// the budget was spent or the CI asked for a pause). Only calls sent are timed.
-#[cfg(feature = "server")]
-pub fn ci_api_call(
-    issuer: &str,
-    during: &'static str,
-    answer: &Result<crate::ci::JobReport, crate::ci_api::Error>,
-    elapsed: Duration,
-) {
-    use crate::ci_api::Error;
-    let label = match answer {
-        Ok(report) => report.liveness.as_str(),
-        Err(Error::Paused { .. } | Error::OverBudget { .. }) => "skipped",
-        Err(_) => "error",
-    };
-    counter!("ci_creds_ci_api_calls_total", "issuer" => issuer.to_owned(), "during" => during, "answer" => label)
+pub fn ci_api_call(issuer: &str, during: &'static str, answer: &'static str, elapsed: Duration) {
+    counter!("ci_creds_ci_api_calls_total", "issuer" => issuer.to_owned(), "during" => during, "answer" => answer)
         .increment(1);
-    if label != "skipped" {
+    if answer != "skipped" {
         histogram!("ci_creds_ci_api_request_duration_seconds", "issuer" => issuer.to_owned())
             .record(elapsed.as_secs_f64());
     }
@@ -293,78 +265,45 @@ pub fn audit_write_failed() {
     counter!("ci_creds_audit_write_failures_total").increment(1);
 }
 
-/// The Prometheus text for a scrape: counts read from the store and the revocation worker now,
-/// then everything recorded. `None` when no recorder is installed.
-#[cfg(feature = "server")]
-pub async fn render(broker: &Broker) -> Option<String> {
-    let installed = INSTALLED.get()?;
-    let stats = &broker.revocations.stats;
-    let done = stats.done.load(std::sync::atomic::Ordering::Relaxed);
-    let retried = stats.retried.load(std::sync::atomic::Ordering::Relaxed);
+/// The revocation worker's attempts since start: `done` (backend confirmed), `retried`.
+pub fn revocations(done: u64, retried: u64) {
     counter!("ci_creds_revocations_total", "result" => "done").absolute(done);
     counter!("ci_creds_revocations_total", "result" => "retried").absolute(retried);
-    for state in LEASE_STATES {
-        match broker.store.count_leases(state).await {
-            Ok(count) => {
-                gauge!("ci_creds_leases", "state" => state.as_str()).set(count as f64);
-                if state == LeaseState::Revoking {
-                    gauge!("ci_creds_revocations_pending").set(count as f64);
-                }
-            }
-            Err(error) => tracing::warn!(%error, "metrics: cannot count leases"),
-        }
-    }
-    for state in JOB_STATES {
-        match broker.store.count_jobs(state).await {
-            Ok(count) => gauge!("ci_creds_jobs", "state" => state.as_str()).set(count as f64),
-            Err(error) => tracing::warn!(%error, "metrics: cannot count jobs"),
-        }
-    }
-    fleet_gauges(broker).await;
-    Some(installed.handle.render())
 }
 
-/// How often a scrape recomputes the fleet's figures (they read every judged job of 30 days).
-#[cfg(feature = "server")]
-const FLEET_EVERY: Duration = Duration::from_secs(60);
-#[cfg(feature = "server")]
-static FLEET_AT: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+/// Leases in the store in `state`; those revoking are also the revocation queue's length.
+pub fn leases(state: &'static str, count: i64, revoking: bool) {
+    gauge!("ci_creds_leases", "state" => state).set(count as f64);
+    if revoking {
+        gauge!("ci_creds_revocations_pending").set(count as f64);
+    }
+}
 
-/// The fleet report's figures over the last 30 days, as `runners report` computes them.
+/// Jobs in the store in `state`.
+pub fn jobs(state: &'static str, count: i64) {
+    gauge!("ci_creds_jobs", "state" => state).set(count as f64);
+}
+
+/// One of the fleet report's figures, `name` from its fixed set: its value and whether it meets
+/// its target, each NaN when there is no data.
+pub fn runner_hygiene(name: &'static str, value: Option<f64>, met: Option<bool>) {
+    gauge!("ci_creds_runner_hygiene", "figure" => name).set(value.unwrap_or(f64::NAN));
+    let met = met.map_or(f64::NAN, |met| if met { 1.0 } else { 0.0 });
+    gauge!("ci_creds_runner_hygiene_met", "figure" => name).set(met);
+}
+
+/// Jobs judged in the last 30 days in `tier` (a policy name, or `none`).
+pub fn runner_jobs_30d(tier: String, jobs: usize) {
+    gauge!("ci_creds_runner_jobs_30d", "tier" => tier).set(jobs as f64);
+}
+
+/// Whether a recorder is installed: without one, a scrape has nothing to show.
+pub fn installed() -> bool {
+    INSTALLED.get().is_some()
+}
+
+/// The Prometheus text of everything recorded; `None` when no recorder is installed.
 #[cfg(feature = "server")]
-async fn fleet_gauges(broker: &Broker) {
-    {
-        let mut at = FLEET_AT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if at.is_some_and(|at| at.elapsed() < FLEET_EVERY) {
-            return;
-        }
-        *at = Some(std::time::Instant::now());
-    }
-    let now = crate::store::now();
-    let since = now - crate::fleet::STALE_AFTER;
-    let store = &broker.store;
-    let read = async {
-        Ok::<_, crate::store::Error>((
-            store.runner_jobs_since(since).await?,
-            store.runners_last_seen().await?,
-            store.reused_runners().await?,
-        ))
-    };
-    let (jobs, last_seen, reused) = match read.await {
-        Ok(read) => read,
-        Err(error) => {
-            tracing::warn!(%error, "metrics: cannot read the fleet's records");
-            return;
-        }
-    };
-    let report = crate::fleet::build(&jobs, &last_seen, &reused, since, now);
-    for figure in &report.summary.figures {
-        gauge!("ci_creds_runner_hygiene", "figure" => figure.name).set(figure.value.unwrap_or(f64::NAN));
-        let met = figure.met.map_or(f64::NAN, |met| if met { 1.0 } else { 0.0 });
-        gauge!("ci_creds_runner_hygiene_met", "figure" => figure.name).set(met);
-    }
-    for tier in &report.summary.tiers {
-        let name = tier.tier.clone().unwrap_or_else(|| "none".to_owned());
-        gauge!("ci_creds_runner_jobs_30d", "tier" => name).set(tier.jobs as f64);
-    }
+pub fn render() -> Option<String> {
+    INSTALLED.get().map(|installed| installed.handle.render())
 }

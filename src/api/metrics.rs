@@ -1,6 +1,10 @@
-//! `GET /metrics`: Prometheus text format.
+//! `GET /metrics`: Prometheus text format. A scrape first records what is counted rather than
+//! recorded as it happens: leases and jobs by state in the store, the revocation worker's
+//! attempts, and the fleet report's figures.
 
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
@@ -9,6 +13,22 @@ use axum::response::{IntoResponse, Response};
 use super::ApiError;
 use super::openapi::ErrorResponse;
 use crate::lifecycle::Broker;
+use crate::store::{JobState, LeaseState};
+use crate::{clock, fleet, metrics, store};
+
+const JOB_STATES: [JobState; 2] = [JobState::Active, JobState::Ended];
+const LEASE_STATES: [LeaseState; 6] = [
+    LeaseState::Pending,
+    LeaseState::Active,
+    LeaseState::Revoking,
+    LeaseState::Revoked,
+    LeaseState::Expired,
+    LeaseState::Failed,
+];
+
+/// How often a scrape recomputes the fleet's figures (they read every judged job of 30 days).
+const FLEET_EVERY: Duration = Duration::from_secs(60);
+static FLEET_AT: Mutex<Option<Instant>> = Mutex::new(None);
 
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses(
@@ -16,10 +36,68 @@ use crate::lifecycle::Broker;
         (status = 404, description = "`not_found`: no metrics recorder in this process", body = ErrorResponse),
     ))]
 pub async fn scrape(State(broker): State<Arc<Broker>>) -> Result<Response, ApiError> {
-    let text = crate::metrics::render(&broker).await.ok_or(ApiError::NotFound)?;
+    if !metrics::installed() {
+        return Err(ApiError::NotFound);
+    }
+    record_counts(&broker).await;
+    let text = metrics::render().ok_or(ApiError::NotFound)?;
     let mut response = text.into_response();
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
     Ok(response)
+}
+
+/// Counts read from the store and the revocation worker now.
+async fn record_counts(broker: &Broker) {
+    let stats = &broker.revocations.stats;
+    metrics::revocations(stats.done.load(Ordering::Relaxed), stats.retried.load(Ordering::Relaxed));
+    for state in LEASE_STATES {
+        match broker.store.count_leases(state).await {
+            Ok(count) => metrics::leases(state.as_str(), count, state == LeaseState::Revoking),
+            Err(error) => tracing::warn!(%error, "metrics: cannot count leases"),
+        }
+    }
+    for state in JOB_STATES {
+        match broker.store.count_jobs(state).await {
+            Ok(count) => metrics::jobs(state.as_str(), count),
+            Err(error) => tracing::warn!(%error, "metrics: cannot count jobs"),
+        }
+    }
+    fleet_figures(broker).await;
+}
+
+/// The fleet report's figures over the last 30 days, as `runners report` computes them.
+async fn fleet_figures(broker: &Broker) {
+    {
+        let mut at = FLEET_AT.lock().unwrap_or_else(PoisonError::into_inner);
+        if at.is_some_and(|at| at.elapsed() < FLEET_EVERY) {
+            return;
+        }
+        *at = Some(Instant::now());
+    }
+    let now = clock::now();
+    let since = now - fleet::STALE_AFTER;
+    let store = &broker.store;
+    let read = async {
+        Ok::<_, store::Error>((
+            store.runner_jobs_since(since).await?,
+            store.runners_last_seen().await?,
+            store.reused_runners().await?,
+        ))
+    };
+    let (jobs, last_seen, reused) = match read.await {
+        Ok(read) => read,
+        Err(error) => {
+            tracing::warn!(%error, "metrics: cannot read the fleet's records");
+            return;
+        }
+    };
+    let report = fleet::build(&jobs, &last_seen, &reused, since, now);
+    for figure in &report.summary.figures {
+        metrics::runner_hygiene(figure.name, figure.value, figure.met);
+    }
+    for tier in &report.summary.tiers {
+        metrics::runner_jobs_30d(tier.tier.clone().unwrap_or_else(|| "none".to_owned()), tier.jobs);
+    }
 }

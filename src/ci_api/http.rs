@@ -56,7 +56,8 @@ pub(super) async fn get(
     }
     let mut response = request.send().await.map_err(unreachable)?;
     let status = response.status().as_u16();
-    let pause = pause_from(api, status, response.headers(), now_epoch());
+    let now = crate::clock::now().max(0) as u64;
+    let pause = pause_from(api, status, response.headers(), now);
     if let Some(length) = response.content_length()
         && length > MAX_ANSWER_BYTES as u64
     {
@@ -70,10 +71,6 @@ pub(super) async fn get(
         body.extend_from_slice(&chunk);
     }
     Ok(Answer { status, body, pause })
-}
-
-fn now_epoch() -> u64 {
-    time::OffsetDateTime::now_utc().unix_timestamp().max(0) as u64
 }
 
 /// The pause an answer's headers ask for: `Retry-After` (seconds) wherever it is sent, else what

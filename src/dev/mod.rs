@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 /// The claims of a CI fixture made live: `iss`, `aud`, times and a fresh `jti` replaced.
 pub fn live_claims(fixture: &Value, issuer: &str, audience: &str, lifetime_seconds: i64) -> Value {
-    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let now = crate::clock::now();
     let mut claims = fixture.as_object().cloned().unwrap_or_else(Map::new);
     claims.insert("iss".into(), json!(issuer));
     claims.insert("aud".into(), json!(audience));

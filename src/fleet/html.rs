@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::render::{RUNNER_HEADERS, figure_value, runner_cells, verdict};
+use super::cells::{RUNNER_HEADERS, figure_value, runner_cells, verdict};
 use super::report::{FleetReport, Summary};
 use crate::inspect::timestamp;
 

@@ -2,6 +2,7 @@
 //! teams track, computed from every judged job (refused ones included). `report` computes, pure;
 //! `render` writes a table, JSON, or one self-contained HTML page.
 
+mod cells;
 mod html;
 mod render;
 mod report;

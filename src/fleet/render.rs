@@ -2,8 +2,9 @@
 
 use std::fmt::Write as _;
 
+use super::cells::{RUNNER_HEADERS, figure_value, runner_cells, verdict};
 use super::html;
-use super::report::{Figure, FleetReport, RunnerRow, Summary};
+use super::report::{FleetReport, RunnerRow, Summary};
 use crate::inspect::{table, timestamp};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -41,23 +42,6 @@ fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
     text
 }
 
-/// A figure's value as shown: a share in percent, a count as is, `–` when there is none.
-pub(super) fn figure_value(figure: &Figure) -> String {
-    match figure.value {
-        None => "–".to_owned(),
-        Some(share) if figure.name.ends_with("_share") => format!("{:.1} %", share * 100.0),
-        Some(count) => format!("{count}"),
-    }
-}
-
-pub(super) fn verdict(figure: &Figure) -> &'static str {
-    match figure.met {
-        Some(true) => "met",
-        Some(false) => "MISSED",
-        None => "no data",
-    }
-}
-
 fn summary_text(summary: &Summary) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -84,39 +68,6 @@ fn summary_text(summary: &Summary) -> String {
     out.push_str(&table(&["TIER", "JOBS", "ROLES GRANTED"], tiers));
     out
 }
-
-pub(super) fn runner_cells(runner: &RunnerRow) -> Vec<String> {
-    let flag = |on: bool| if on { "yes" } else { "no" }.to_owned();
-    vec![
-        runner.issuer.clone(),
-        runner.key.clone().unwrap_or_else(|| "(unknown)".into()),
-        runner.name.clone().unwrap_or_default(),
-        runner.group.clone().unwrap_or_default(),
-        runner.environment.clone().unwrap_or_default(),
-        runner.tier.clone().unwrap_or_default(),
-        timestamp(runner.first_seen),
-        timestamp(runner.last_seen),
-        runner.jobs.to_string(),
-        runner.repositories.to_string(),
-        flag(runner.single_use),
-        flag(runner.reused),
-    ]
-}
-
-pub(super) const RUNNER_HEADERS: &[&str] = &[
-    "ISSUER",
-    "KEY",
-    "NAME",
-    "GROUP/QUEUE",
-    "ENVIRONMENT",
-    "TIER",
-    "FIRST SEEN",
-    "LAST SEEN",
-    "JOBS",
-    "REPOSITORIES",
-    "SINGLE-USE",
-    "REUSED",
-];
 
 fn runner_table(runners: &[RunnerRow]) -> String {
     table(RUNNER_HEADERS, runners.iter().map(runner_cells).collect())

@@ -6,7 +6,8 @@ use std::time::Instant;
 use super::Broker;
 use crate::ci::{JobLocator, JobReport};
 use crate::ci_api::{CiApi, Error};
-use crate::store::{self, now_ms};
+use crate::clock::now_ms;
+use crate::store;
 
 impl Broker {
     /// Takes up to `wanted` calls of `api`'s budget, leaving `keep`: how many were granted, or
@@ -32,7 +33,7 @@ impl Broker {
     pub(super) async fn ask_ci(&self, api: &CiApi, locator: &JobLocator, during: &'static str) -> Asked {
         let started = Instant::now();
         let asked = api.ask(locator).await;
-        crate::metrics::ci_api_call(&api.issuer, during, &asked.report, started.elapsed());
+        crate::metrics::ci_api_call(&api.issuer, during, answer_label(asked.report.as_ref()), started.elapsed());
         let paused = asked.pause.is_some();
         if let Some(pause) = asked.pause {
             let until = now_ms().saturating_add(i64::try_from(pause.as_millis()).unwrap_or(i64::MAX));
@@ -48,4 +49,14 @@ pub(super) struct Asked {
     pub report: Result<JobReport, Error>,
     /// The CI asked for no more calls for a while.
     pub paused: bool,
+}
+
+/// A call's answer as the metrics count it: the job's liveness, `skipped` (not sent: paused or
+/// over budget) or `error`.
+pub(super) fn answer_label(answer: Result<&JobReport, &Error>) -> &'static str {
+    match answer {
+        Ok(report) => report.liveness.as_str(),
+        Err(Error::Paused { .. } | Error::OverBudget { .. }) => "skipped",
+        Err(_) => "error",
+    }
 }

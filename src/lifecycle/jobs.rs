@@ -8,8 +8,9 @@ use serde::Serialize;
 
 use super::{Broker, Error};
 use crate::audit::{Event, JobRef};
+use crate::clock::now;
 use crate::identity::token_sha256;
-use crate::store::{EndOutcome, now};
+use crate::store::EndOutcome;
 
 /// Who ended a job, as recorded and logged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

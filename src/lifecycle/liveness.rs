@@ -9,8 +9,9 @@ use std::time::Duration;
 use super::{Broker, EndedBy, Error};
 use crate::ci::{JobLocator, Liveness};
 use crate::ci_api::OnUnavailable;
+use crate::clock::now_ms;
 use crate::job::{Job, RunnerFacts};
-use crate::store::{JobCiFacts, now_ms};
+use crate::store::JobCiFacts;
 
 /// What the check found, to be written with the job and told in the audit event.
 #[derive(Default)]
@@ -59,7 +60,8 @@ impl Broker {
                 Ok(_) => self.ask_ci(api, &locator, "exchange").await.report.map_err(|e| e.to_string()),
                 Err(skipped) => {
                     let reason = skipped.to_string();
-                    crate::metrics::ci_api_call(&job.issuer, "exchange", &Err(skipped), Duration::ZERO);
+                    let answer = super::ci_calls::answer_label(Err(&skipped));
+                    crate::metrics::ci_api_call(&job.issuer, "exchange", answer, Duration::ZERO);
                     Err(reason)
                 }
             },

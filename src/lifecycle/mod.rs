@@ -77,22 +77,22 @@ pub enum Error {
 pub struct LifecycleConfig {
     /// Ended jobs, finished leases and webhook deliveries are kept this long, so a job's end is
     /// remembered past any token it could still present.
-    #[serde(default = "default_retention", deserialize_with = "human_duration")]
+    #[serde(default = "default_retention", deserialize_with = "crate::duration::human")]
     pub retention: Duration,
-    #[serde(default = "default_sweep_interval", deserialize_with = "human_duration")]
+    #[serde(default = "default_sweep_interval", deserialize_with = "crate::duration::human")]
     pub sweep_interval: Duration,
     /// How long a worker holds a claimed revocation task; a replica that dies holding one delays
     /// it by at most this much before another replica takes it over.
-    #[serde(default = "default_claim_timeout", deserialize_with = "human_duration")]
+    #[serde(default = "default_claim_timeout", deserialize_with = "crate::duration::human")]
     pub claim_timeout: Duration,
     /// How often the reconciler asks the CI's API about jobs whose end has not arrived.
-    #[serde(default = "default_reconcile", deserialize_with = "human_duration")]
+    #[serde(default = "default_reconcile", deserialize_with = "crate::duration::human")]
     pub reconcile_interval: Duration,
     /// A job is asked about again only this long after it was last asked.
-    #[serde(default = "default_reconcile", deserialize_with = "human_duration")]
+    #[serde(default = "default_reconcile", deserialize_with = "crate::duration::human")]
     pub reconcile_after: Duration,
     /// Runner records (single use, the fleet report) are kept this long past a runner's last job.
-    #[serde(default = "default_runner_retention", deserialize_with = "human_duration")]
+    #[serde(default = "default_runner_retention", deserialize_with = "crate::duration::human")]
     pub runner_retention: Duration,
 }
 
@@ -107,11 +107,6 @@ impl Default for LifecycleConfig {
             runner_retention: default_runner_retention(),
         }
     }
-}
-
-fn human_duration<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-    let text = String::deserialize(deserializer)?;
-    humantime::parse_duration(&text).map_err(serde::de::Error::custom)
 }
 
 fn default_retention() -> Duration {

@@ -17,7 +17,8 @@ use futures_util::StreamExt;
 use super::{Broker, EndedBy};
 use crate::ci::{JobLocator, Liveness};
 use crate::ci_api::{CiApi, Error as CiApiError};
-use crate::store::{self, JobToAsk, now_ms};
+use crate::clock::now_ms;
+use crate::store::{self, JobToAsk};
 
 /// Calls of one issuer's round in flight at once: enough to cover a budget's worth of jobs well
 /// within the claim, few enough not to burst at the CI.

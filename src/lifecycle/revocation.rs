@@ -13,7 +13,8 @@ use tokio::sync::Notify;
 use super::Broker;
 use crate::audit::{Event, JobRef};
 use crate::backends::{self, RevokeHandle};
-use crate::store::{Lease, now_ms};
+use crate::clock::now_ms;
+use crate::store::Lease;
 
 /// Revocations in flight at once. Slots are refilled as calls finish, not once a whole batch
 /// has, so one slow backend call never holds up the rest.

@@ -7,8 +7,9 @@ use tokio::sync::mpsc;
 
 use super::{Broker, Error};
 use crate::audit::{Event, JobIdentity};
+use crate::clock::now;
 use crate::job::Job;
-use crate::store::{RunnerClaim, RunnerJob, Store, now};
+use crate::store::{RunnerClaim, RunnerJob, Store};
 
 /// Judged jobs on their way to the store, written in batches by a task of their own: the fleet
 /// report costs the exchange no write of its own.

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::Broker;
-use crate::store::now;
+use crate::clock::now;
 
 /// Replay records are kept this long past a token's `exp`, beyond the clock skew verification
 /// tolerates, so a token is never forgotten while it could still verify.

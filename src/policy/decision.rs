@@ -3,8 +3,9 @@
 
 use serde::Serialize;
 
-use super::matcher::{Ctx, Field};
-use super::model::{Role, Rule};
+use super::field::{Ctx, Field};
+use super::model::Role;
+use super::rule::Rule;
 use crate::job::DangerousTrigger;
 
 /// The outcome for one request: every requested role, or why not.

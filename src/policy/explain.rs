@@ -6,8 +6,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::PolicySet;
-use super::matcher::{Actual, Condition, Ctx, claim_text};
-use super::model::Rule;
+use super::condition::{Condition, claim_text};
+use super::field::{Actual, Ctx};
+use super::rule::Rule;
 use crate::job::Job;
 
 /// How one role was judged for a job.

@@ -2,8 +2,10 @@
 //! are judged: a deny rule can only ever narrow what is granted.
 
 use super::PolicySet;
-use super::matcher::{Condition, Field};
-use super::model::{BackendKind, Rule};
+use super::condition::Condition;
+use super::field::Field;
+use super::model::BackendKind;
+use super::rule::Rule;
 
 /// Probes for "any value": two names no policy author would list, with different owners.
 const ANY_REPOSITORY: [&str; 2] = ["ci-creds-lint-probe/any-repo", "someone-else/other-repo"];

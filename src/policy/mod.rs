@@ -6,30 +6,38 @@ use std::collections::hash_map::Entry;
 
 use crate::job::Job;
 
+mod aws;
+mod condition;
 mod decision;
 mod error;
 mod explain;
+mod field;
+mod from_map;
 mod github;
 mod lint;
-mod matcher;
 mod model;
+mod rule;
 mod schema;
 mod tiers;
+mod values;
+mod vault;
 
 #[cfg(test)]
 mod tests;
 
+pub use aws::{AWS_MAX_SESSION, AWS_MIN_SESSION, AWS_RESERVED_TAG_PREFIX, AwsScope};
 pub use decision::{Decision, RoleDenial};
 pub use error::Error;
 pub use explain::{ConditionCheck, RoleExplanation, RuleExplanation};
 pub use github::{GITHUB_TOKEN_LIFETIME, GithubScope, Repositories};
 pub use lint::Warning;
-pub use model::{
-    AWS_MAX_SESSION, AWS_MIN_SESSION, AWS_RESERVED_TAG_PREFIX, AwsScope, BackendKind, Role, Rule, VaultScope,
-};
+pub use model::{BackendKind, Role};
+pub use rule::Rule;
 pub use schema::json_schema;
+pub use vault::VaultScope;
 
-use matcher::{Actual, Ctx};
+use condition::Condition;
+use field::{Actual, Ctx, Field};
 use model::FileDoc;
 use tiers::RunnerTier;
 
@@ -124,7 +132,7 @@ impl PolicySet {
     /// Then the CI's API or a webhook should be asked before deciding.
     pub fn wants_runner_facts(&self, job: &Job, requested: &[String]) -> bool {
         let ctx = Ctx { job, tier: None };
-        let lacks = |c: &matcher::Condition| c.field.is_runner_fact() && matches!(c.field.read(&ctx), Actual::Missing);
+        let lacks = |c: &Condition| c.field.is_runner_fact() && matches!(c.field.read(&ctx), Actual::Missing);
         let conditions = || {
             requested
                 .iter()
@@ -133,7 +141,7 @@ impl PolicySet {
                 .flat_map(|rule| rule.conditions.iter())
         };
         let single_use = self.tiers.iter().any(|t| t.single_use);
-        let tier_matters = single_use || conditions().any(|c| c.field == matcher::Field::RunnerTier);
+        let tier_matters = single_use || conditions().any(|c| c.field == Field::RunnerTier);
         conditions().any(lacks)
             || (tier_matters && self.tiers.iter().any(|t| t.conditions.iter().any(lacks)))
             || (single_use && job.runner_key().is_err())

@@ -170,7 +170,7 @@ pub fn json_schema() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::matcher::Field;
+    use super::super::field::Field;
 
     #[test]
     fn lists_exactly_the_condition_keys_the_parser_accepts() {

@@ -3,8 +3,10 @@
 
 use serde::de::{Deserialize, Deserializer};
 
-use super::matcher::{Condition, Ctx};
-use super::model::{ConditionsVisitor, Purpose, from_map};
+use super::condition::Condition;
+use super::field::Ctx;
+use super::from_map::from_map;
+use super::rule::{ConditionsVisitor, Purpose};
 
 /// One entry of `runner_tiers`.
 #[derive(Clone, Debug)]

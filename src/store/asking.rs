@@ -5,7 +5,8 @@
 
 use sqlx::Row;
 
-use super::{Error, Store, now_ms};
+use super::{Error, Store};
+use crate::clock::now_ms;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobToAsk {

@@ -4,7 +4,8 @@
 
 use sqlx::Row;
 
-use super::{Error, Store, now_ms};
+use super::{Error, Store};
+use crate::clock::now_ms;
 
 /// How often a take is tried again when another replica changed the bucket in between.
 const TRIES: usize = 8;

@@ -5,10 +5,10 @@
 //! write to commit: a lease is durable before anything is minted.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::commit_queue::{Counters, GroupCommitStats, Running, Write};
 use super::lease_batch::{self, Activation};
 use super::sqlite_batch::{SqliteBatches, SqliteFile};
 use super::writer::{Writer, Writers};
@@ -25,37 +25,6 @@ pub(super) struct GroupCommit {
     queue: mpsc::Sender<Write>,
     counters: Arc<Counters>,
     running: Running,
-}
-
-/// Whether the committing task, and on SQLite its thread, still run. While the store is in use
-/// they end only by a panic, and then every later write fails: readiness must say so.
-#[derive(Clone, Default)]
-pub(super) struct Running(Arc<AtomicBool>);
-
-/// Held by the committing task or thread; dropped, on a panic too, it marks the commits stopped.
-pub(super) struct RunningGuard(Arc<AtomicBool>);
-
-/// How the exchange's writes were committed since the store was opened.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GroupCommitStats {
-    /// Transactions that committed more than one write.
-    pub batches: u64,
-    /// Writes those transactions committed.
-    pub batched_writes: u64,
-    /// Batches that failed as a whole, whose writes were then committed one by one.
-    pub batches_failed: u64,
-}
-
-#[derive(Default)]
-pub(super) struct Counters {
-    batches: AtomicU64,
-    batched_writes: AtomicU64,
-    batches_failed: AtomicU64,
-}
-
-pub(super) enum Write {
-    Begin { leases: NewLeases, reply: oneshot::Sender<Result<LeaseBegun, Error>> },
-    Activate { id: String, handle: String, expires_at: i64, reply: oneshot::Sender<Result<LeaseState, Error>> },
 }
 
 impl GroupCommit {
@@ -91,15 +60,11 @@ impl GroupCommit {
     /// How many guards the commits hold: one per task or thread (with this handle not cloned).
     #[cfg(test)]
     pub(super) fn running_guards(&self) -> usize {
-        Arc::strong_count(&self.running.0) - 1
+        self.running.guards()
     }
 
     pub(super) fn stats(&self) -> GroupCommitStats {
-        GroupCommitStats {
-            batches: self.counters.batches.load(Ordering::Relaxed),
-            batched_writes: self.counters.batched_writes.load(Ordering::Relaxed),
-            batches_failed: self.counters.batches_failed.load(Ordering::Relaxed),
-        }
+        self.counters.stats()
     }
 
     pub(super) async fn begin_leases(&self, leases: NewLeases) -> Result<LeaseBegun, Error> {
@@ -197,42 +162,6 @@ async fn commit_together(writer: &mut Writer, batch: &mut Vec<Write>) -> Result<
 
 fn lost() -> Error {
     Error::Corrupt("a batched write lost its outcome".into())
-}
-
-impl Running {
-    pub(super) fn guard(&self) -> RunningGuard {
-        RunningGuard(self.0.clone())
-    }
-
-    pub(super) fn stopped(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-impl Drop for RunningGuard {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
-impl Counters {
-    pub(super) fn batch_committed(&self, writes: usize) {
-        self.batches.fetch_add(1, Ordering::Relaxed);
-        self.batched_writes.fetch_add(writes as u64, Ordering::Relaxed);
-    }
-
-    pub(super) fn batch_failed(&self) {
-        self.batches_failed.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-impl Write {
-    pub(super) fn fail(self, error: Error) {
-        match self {
-            Self::Begin { reply, .. } => _ = reply.send(Err(error)),
-            Self::Activate { reply, .. } => _ = reply.send(Err(error)),
-        }
-    }
 }
 
 /// The failure to take the writer, once per write of the batch (sqlx's errors cannot be cloned).

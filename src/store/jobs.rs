@@ -4,7 +4,8 @@ use serde::Serialize;
 use sqlx::any::AnyRow;
 use sqlx::{Connection, Row};
 
-use super::{Error, Store, now, now_ms};
+use super::{Error, Store};
+use crate::clock::{now, now_ms};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

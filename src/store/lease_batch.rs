@@ -10,7 +10,8 @@ use std::collections::btree_map::Entry;
 
 use sqlx::{AnyConnection, Connection, Row};
 
-use super::{Error, LeaseBegun, LeaseState, NewLease, NewLeases, now};
+use super::{Error, LeaseBegun, LeaseState, NewLease, NewLeases};
+use crate::clock::now;
 
 /// A lease to activate: its id, its handle as stored (JSON), and its credential's expiry.
 pub(super) struct Activation<'a> {

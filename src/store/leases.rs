@@ -3,8 +3,9 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Error, Lease, LeaseBegun, LeaseState, NewLeases, Store, now, now_ms};
+use super::{Error, Lease, LeaseBegun, LeaseState, NewLeases, Store};
 use crate::backends::RevokeHandle;
+use crate::clock::{now, now_ms};
 
 const LEASE_COLUMNS: &str = "id, issuer, job_id, role, backend, handle, state, expires_at, attempts, last_error, \
                              revoke_requested_at, updated_at";

@@ -1,7 +1,7 @@
 //! Readiness sees the group commit stop: on SQLite, its task and its thread each hold a guard.
 
 use super::Store;
-use super::group_commit::Running;
+use super::commit_queue::Running;
 
 async fn sqlite_store(dir: &tempfile::TempDir) -> Store {
     Store::connect(&format!("sqlite://{}", dir.path().join("store.db").display())).await.unwrap()

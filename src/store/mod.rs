@@ -10,6 +10,8 @@
 mod asking;
 #[cfg(feature = "server")]
 mod ci_api_budget;
+#[cfg(feature = "server")]
+mod commit_queue;
 mod config;
 #[cfg(feature = "server")]
 mod connect;
@@ -40,9 +42,9 @@ mod writer;
 pub use asking::JobToAsk;
 #[cfg(feature = "server")]
 pub use ci_api_budget::CallsTaken;
-pub use config::{StoreConfig, StoreKind};
 #[cfg(feature = "server")]
-pub use group_commit::GroupCommitStats;
+pub use commit_queue::GroupCommitStats;
+pub use config::{StoreConfig, StoreKind};
 #[cfg(feature = "server")]
 pub use jobs::{EndOutcome, JobRecord, JobState};
 #[cfg(feature = "server")]
@@ -113,13 +115,3 @@ impl Store {
 #[cfg(all(test, feature = "server"))]
 #[path = "liveness_tests.rs"]
 mod liveness_tests;
-
-/// Unix seconds.
-pub fn now() -> i64 {
-    time::OffsetDateTime::now_utc().unix_timestamp()
-}
-
-/// Unix milliseconds, for the revocation queue's schedule and the exposure window.
-pub fn now_ms() -> i64 {
-    (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
-}

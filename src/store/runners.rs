@@ -5,7 +5,8 @@
 
 use sqlx::Row;
 
-use super::{Error, Store, now};
+use super::{Error, Store};
+use crate::clock::now;
 
 /// What claiming a runner for a job found.
 #[derive(Clone, Debug, PartialEq, Eq)]

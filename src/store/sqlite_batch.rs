@@ -17,12 +17,13 @@ use std::sync::mpsc::{self, Receiver, SendError, Sender};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::group_commit::{Counters, RunningGuard, Write};
+use super::commit_queue::{Counters, RunningGuard, Write};
 use super::lease_batch::state_after_activation;
 use super::replay::SPEND_TOKEN;
 use super::sqlite_checkpoint::Checkpoints;
 use super::writer::Writer;
-use super::{Error, LeaseBegun, LeaseState, NewLeases, now};
+use super::{Error, LeaseBegun, LeaseState, NewLeases};
+use crate::clock::now;
 
 /// Undoes [`SPEND_TOKEN`] for a write refused after it.
 const UNSPEND_TOKEN: &str = "DELETE FROM exchanged_tokens WHERE issuer = $1 AND token_id = $2";

@@ -60,7 +60,8 @@ impl Checkpoints {
 mod tests {
     use std::time::Instant;
 
-    use crate::store::{NewLease, NewLeases, Store, now};
+    use crate::clock::now;
+    use crate::store::{NewLease, NewLeases, Store};
 
     /// Without this thread, nothing reaches the database file before the WAL holds
     /// `FALLBACK_PAGES` pages.

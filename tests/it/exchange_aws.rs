@@ -103,7 +103,7 @@ async fn mints_an_sts_session_named_after_the_job() {
         panic!("an AWS handle: {:?}", leases[0].handle);
     };
     assert_eq!((role_arn.as_str(), source_identity.as_str()), ("arn:aws:iam::123456789012:role/deploy-prod", IDENTITY));
-    assert!((expires_at - ci_creds::store::now() - 900).abs() <= 10, "the session's expiry is kept for pruning");
+    assert!((expires_at - ci_creds::clock::now() - 900).abs() <= 10, "the session's expiry is kept for pruning");
     assert!(!stack.broker.logs().contains(aws["secret_access_key"].as_str().unwrap()), "no secret in the log");
     assert!(!stack.broker.logs().contains(aws["session_token"].as_str().unwrap()), "no session token in the log");
 }

@@ -55,7 +55,7 @@ async fn a_completion_webhook_denies_the_jobs_sessions_on_its_role() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sweep_prunes_expired_identities_and_deletes_an_empty_list() {
     // Left by an earlier broker run: a job whose sessions died 10 minutes ago.
-    let expired = ci_creds::store::now() - 600;
+    let expired = ci_creds::clock::now() - 600;
     let stale = json!({"Version": "2012-10-17", "Statement": [deny_statement(&format!("CiCredsUntil{expired}"), &["github@1"])]});
     let stack = AwsStack::start_with(Options {
         seed: vec![

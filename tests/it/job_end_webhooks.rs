@@ -114,7 +114,7 @@ async fn buildkite_job_finished_is_accepted_signed_or_with_the_token() {
     let token = stack.buildkite.sign(&claims_for(&stack.buildkite, "buildkite-token-claims.json", |_| {})).unwrap();
     let live = stack.accessors(&token, &["read-config"]).await;
     let finished = body(&fixture("buildkite-job-finished.json"));
-    let now = ci_creds::store::now();
+    let now = ci_creds::clock::now();
 
     let stale = buildkite_signed_headers(&finished, now - 600);
     let (status, _) = stack.broker.post("/v1/webhooks/buildkite", &stale, finished.clone()).await;

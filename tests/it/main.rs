@@ -28,6 +28,7 @@ mod job_end_webhooks;
 mod job_liveness;
 mod limits;
 mod metrics_scrape;
+mod module_graph;
 mod openapi_conformance;
 mod policy_cli;
 mod policy_cli_runner;

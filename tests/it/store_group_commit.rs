@@ -2,7 +2,8 @@
 //! SQLite and on PostgreSQL. The tests run on one thread, so writes queued in the same poll reach
 //! the committing task together, as one batch.
 
-use ci_creds::store::{GroupCommitStats, JobState, LeaseBegun, LeaseState, NewLeases, SpentToken, now};
+use ci_creds::clock::now;
+use ci_creds::store::{GroupCommitStats, JobState, LeaseBegun, LeaseState, NewLeases, SpentToken};
 use futures_util::future::join_all;
 
 use crate::support;

@@ -1,7 +1,8 @@
 //! The runner records' contract on every store: a single-use runner's first job is decided by
 //! one statement whichever connection (replica) asks first, and the fleet's judged jobs add up.
 
-use ci_creds::store::{RunnerClaim, RunnerJob, Store, now};
+use ci_creds::clock::now;
+use ci_creds::store::{RunnerClaim, RunnerJob, Store};
 
 use crate::support::store::{Subject, on_every_store, postgres, sqlite};
 

@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
+use ci_creds::clock::{now, now_ms};
 use ci_creds::store::{
-    EndOutcome, JobCiFacts, JobState, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken, Store, now, now_ms,
+    EndOutcome, JobCiFacts, JobState, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken, Store,
 };
 
 use crate::support::store::{Subject, handle, lease, on_every_store, postgres, sqlite};

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
 /// `[limits]` in the broker's config.
 #[derive(Clone, Debug, Deserialize)]
@@ -11,14 +11,14 @@ use serde::{Deserialize, Deserializer};
 pub struct LimitsConfig {
     /// From connecting (or from the first byte after an idle keep-alive) to a complete request
     /// head; a client that has not sent one by then is disconnected.
-    #[serde(default = "default_header_timeout", deserialize_with = "human_duration")]
+    #[serde(default = "default_header_timeout", deserialize_with = "crate::duration::human")]
     pub header_timeout: Duration,
     /// How long a kept-alive connection may sit between requests without sending a byte.
-    #[serde(default = "default_idle_timeout", deserialize_with = "human_duration")]
+    #[serde(default = "default_idle_timeout", deserialize_with = "crate::duration::human")]
     pub idle_timeout: Duration,
     /// From the start of a request's head to the last byte of its body; past it the client is
     /// answered 408 `request_timeout` and disconnected.
-    #[serde(default = "default_request_timeout", deserialize_with = "human_duration")]
+    #[serde(default = "default_request_timeout", deserialize_with = "crate::duration::human")]
     pub request_timeout: Duration,
     /// Open client connections. When full, the oldest connection that is idle or has not sent
     /// a complete request is closed to make room for a new one.
@@ -29,7 +29,7 @@ pub struct LimitsConfig {
     #[serde(default = "default_max_in_flight")]
     pub max_in_flight: usize,
     /// How long a request may wait for a free in-flight slot before it is answered 503.
-    #[serde(default = "default_in_flight_wait", deserialize_with = "human_duration")]
+    #[serde(default = "default_in_flight_wait", deserialize_with = "crate::duration::human")]
     pub in_flight_wait: Duration,
 }
 
@@ -71,11 +71,6 @@ impl LimitsConfig {
         }
         Ok(())
     }
-}
-
-fn human_duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-    let text = String::deserialize(deserializer)?;
-    humantime::parse_duration(&text).map_err(serde::de::Error::custom)
 }
 
 fn default_header_timeout() -> Duration {

@@ -9,6 +9,7 @@ use super::deny_list::{DenyList, POLICY_NAME, ROLE_INLINE_BUDGET, policy_size};
 use super::error::classify;
 use super::{AwsBackend, NAME, RoleState};
 use crate::backends::Error;
+use crate::clock;
 
 /// A role whose deny list looked empty is looked at again after this long anyway: another
 /// replica may have written to it.
@@ -52,7 +53,7 @@ impl AwsBackend {
     async fn prune_role(&self, role: &str) -> Result<(), Error> {
         let lock = self.role_state(role);
         let mut state = lock.lock().await;
-        let now = OffsetDateTime::now_utc().unix_timestamp();
+        let now = clock::now();
         if state.next_check > now {
             return Ok(());
         }
@@ -105,7 +106,7 @@ impl AwsBackend {
                 .await
                 .map_err(classify)?;
         }
-        state.remember(list.clone(), OffsetDateTime::now_utc().unix_timestamp());
+        state.remember(list.clone(), clock::now());
         Ok(())
     }
 

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::backends::Error;
+use crate::clock;
 use crate::net::{check_url_scheme, path_segment};
 
 const NAME: &str = "github";
@@ -92,7 +93,7 @@ impl GithubApp {
             exp: i64,
             iss: &'a str,
         }
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let now = clock::now();
         let claims =
             AppClaims { iat: now - JWT_BACKDATE_SECONDS, exp: now + JWT_LIFETIME_SECONDS, iss: self.app_id.as_str() };
         jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims, &self.key)
@@ -224,7 +225,7 @@ fn rate_limited(status: StatusCode, headers: &HeaderMap) -> Option<u64> {
         return None;
     }
     let until_reset = number("x-ratelimit-reset").map(|reset| {
-        let now = time::OffsetDateTime::now_utc().unix_timestamp().max(0) as u64;
+        let now = clock::now().max(0) as u64;
         reset.saturating_sub(now)
     });
     Some(retry_after.or(until_reset).unwrap_or(60).clamp(1, MAX_RETRY_AFTER_SECONDS))

@@ -16,6 +16,7 @@ use time::format_description::well_known::Rfc3339;
 
 use super::config::GithubConfig;
 use super::{Backend, Credential, Error, MintRequest, Minted, RevokeHandle};
+use crate::clock;
 use crate::policy::{GithubScope, Repositories};
 use app::GithubApp;
 use seal::TokenSeal;
@@ -75,7 +76,7 @@ impl Backend for GithubBackend {
             return Err(Error::WrongHandle(NAME));
         };
         // Past GitHub's own expiry the token is dead, whatever happened to the App's key.
-        if *expires_at <= OffsetDateTime::now_utc().unix_timestamp() {
+        if *expires_at <= clock::now() {
             return Ok(());
         }
         let token = self.seal.open(sealed_token).map_err(|_| Error::Refused {

@@ -45,7 +45,7 @@ impl AppTokens {
             return Err(AppTokenError::Refused("the job was recorded for another CI".into()));
         };
         let installation = self.app.repository_installation(&locator.repository).await.map_err(refused)?;
-        let now = OffsetDateTime::now_utc().unix_timestamp();
+        let now = crate::clock::now();
         if let Some(token) = self.tokens.get(&installation).await
             && token.1 - RENEW_BEFORE_SECONDS > now
         {

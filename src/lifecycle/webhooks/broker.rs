@@ -3,9 +3,9 @@
 use http::HeaderMap;
 
 use crate::ci::Verdict;
+use crate::clock::now;
 use crate::job::{CiKind, RunnerFacts};
 use crate::lifecycle::{Broker, EndedBy, Error, JobEnd};
-use crate::store::now;
 
 /// What the broker did with a delivery.
 #[derive(Debug, PartialEq, Eq)]
