@@ -13,13 +13,15 @@ mod claims;
 mod github_actions;
 mod gitlab;
 mod job_token;
-mod locator;
 mod step_output;
 mod webhook;
 
 #[cfg(test)]
 #[path = "answer_tests.rs"]
 mod answer_tests;
+#[cfg(test)]
+#[path = "locator_tests.rs"]
+mod locator_tests;
 #[cfg(test)]
 #[path = "webhook_tests.rs"]
 mod webhook_tests;
@@ -29,12 +31,12 @@ pub use claims::ClaimsError;
 #[cfg(feature = "server")]
 pub use github_actions::{AppTokenError, AppTokens};
 pub use job_token::{AskToken, Asking, Env, JobToken};
-pub use locator::JobLocator;
 pub use step_output::StepOutput;
 pub use webhook::{Verdict, WebhookError};
 
 use http::HeaderMap;
 use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::job::{CiKind, Job};
@@ -96,6 +98,52 @@ impl CiKind {
             Self::Buildkite => &buildkite::CI,
             Self::Circleci => &circleci::CI,
         }
+    }
+}
+
+/// Where the CI's API answers for a job, taken from its verified token at exchange and kept in
+/// the store, so the reconciler can ask about a job long after its token is gone. Each CI with a
+/// job API has one variant, its own coordinates; the JSON is tagged with the CI's name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "ci", rename_all = "lowercase")]
+pub enum JobLocator {
+    Github(github_actions::Locator),
+    Gitlab(gitlab::Locator),
+    Buildkite(buildkite::Locator),
+}
+
+impl JobLocator {
+    /// The locator of a verified job, or why its token does not give one.
+    pub fn of(job: &Job) -> Result<Self, &'static str> {
+        let api = job.kind.and_then(|kind| kind.ci().api).ok_or("this CI has no job API the broker asks")?;
+        api.locate(job)
+    }
+
+    pub fn kind(&self) -> CiKind {
+        match self {
+            Self::Github(_) => CiKind::Github,
+            Self::Gitlab(_) => CiKind::Gitlab,
+            Self::Buildkite(_) => CiKind::Buildkite,
+        }
+    }
+
+    /// The job answer's path below the API's URL, every segment escaped; `None` when a
+    /// coordinate cannot be a path segment (`..`).
+    pub fn path(&self) -> Option<String> {
+        match self {
+            Self::Github(at) => at.path(),
+            Self::Gitlab(at) => at.path(),
+            Self::Buildkite(at) => at.path(),
+        }
+    }
+
+    /// As kept in the store.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub fn from_json(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok()
     }
 }
 

@@ -11,9 +11,9 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
-/// Edges that close a cycle and are left for now, `(file, file it uses)` under `src/`. Each names
-/// a file being moved on another branch; remove the entry with the use. An entry whose edge no
-/// longer exists fails the test, so the list only shrinks.
+/// Edges that close a cycle and are left for now, `(file, file it uses)` under `src/`, each with
+/// a comment saying why; remove the entry with the use. An entry whose edge no longer exists
+/// fails the test, so the list only shrinks.
 const ALLOWED: &[(&str, &str)] = &[];
 
 #[test]
