@@ -34,6 +34,45 @@ fn no_module_imports_one_that_imports_it_back() {
     assert!(cycles.is_empty(), "modules that import each other:\n\n{}", cycles.join("\n"));
 }
 
+/// DESIGN.md's layers, highest first: a top-level module uses only modules of its own layer or
+/// of a layer below, so nothing reaches back up.
+const LAYERS: &[&[&str]] = &[
+    &["server", "config", "policy_cli"],
+    &["api", "client"],
+    &["lifecycle"],
+    &["ci_api", "audit", "fleet", "inspect"],
+    &["identity", "ci", "policy", "backends", "store"],
+    // `dev` signs tokens for the local issuer, the tests and the fuzz targets.
+    &["metrics", "job", "net", "clock", "duration", "env_secret", "dev"],
+];
+
+#[test]
+fn no_module_reaches_back_up_a_layer() {
+    let graph = Graph::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let layer = |file: &str| {
+        let top = file.trim_start_matches("src/").split(['/', '.']).next().unwrap_or_default().to_owned();
+        let layer = LAYERS.iter().position(|layer| layer.contains(&top.as_str()));
+        (top, layer)
+    };
+    let mut upward = BTreeSet::new();
+    for ((from, to), path) in graph.edges() {
+        let ((from_top, from_layer), (to_top, to_layer)) = (layer(from), layer(to));
+        if from_top == "lib" || from_top == to_top {
+            continue;
+        }
+        match (from_layer, to_layer) {
+            (Some(from_layer), Some(to_layer)) if to_layer >= from_layer => {}
+            (Some(_), Some(_)) => {
+                upward.insert(format!("{from_top} → {to_top}: {from} uses {path}"));
+            }
+            _ => {
+                upward.insert(format!("{from_top} or {to_top} is in no layer of LAYERS"));
+            }
+        }
+    }
+    assert!(upward.is_empty(), "modules that reach up a layer:\n{}", Vec::from_iter(upward).join("\n"));
+}
+
 #[test]
 fn a_cycle_is_found() {
     let graph = Graph::from_sources(&[
