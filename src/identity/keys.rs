@@ -215,10 +215,25 @@ impl FixedKeys {
     }
 }
 
+/// An RSA key's `n` or `e` (base64url of a big-endian integer) without leading zero octets. RFC
+/// 7518 §6.3.1.1 forbids them, yet some issuers write them (Jenkins' `oidc-provider` keeps Java's
+/// sign octet); they are read as the number they are, or a valid signature would never verify.
+fn minimal_integer(base64url: &str) -> Option<String> {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let octets = URL_SAFE_NO_PAD.decode(base64url.trim_end_matches('=')).ok()?;
+    let significant = octets.iter().position(|&octet| octet != 0).unwrap_or(octets.len());
+    Some(URL_SAFE_NO_PAD.encode(&octets[significant..]))
+}
+
 /// A JWK usable for verification, keyed by its `kid`; keys without `kid`, symmetric (`oct`)
 /// keys, encryption keys and keys of unsupported types are skipped.
 fn parse_key(value: &serde_json::Value) -> Option<(String, Arc<VerifyingKey>)> {
-    let jwk: Jwk = serde_json::from_value(value.clone()).ok()?;
+    let mut jwk: Jwk = serde_json::from_value(value.clone()).ok()?;
+    if let AlgorithmParameters::RSA(rsa) = &mut jwk.algorithm {
+        rsa.n = minimal_integer(&rsa.n)?;
+        rsa.e = minimal_integer(&rsa.e)?;
+    }
     let kid = jwk.common.key_id.clone()?;
     if matches!(jwk.common.public_key_use, Some(ref usage) if *usage != PublicKeyUse::Signature) {
         return None;

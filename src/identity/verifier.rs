@@ -193,4 +193,45 @@ mod tests {
         let refused = verifier.verify(&stranger.sign(&claims).unwrap()).await;
         assert!(matches!(refused, Err(Error::UnknownKey)), "{refused:?}");
     }
+
+    fn fixture(name: &str) -> String {
+        let dir = std::env::var_os("CI_CREDS_FIXTURES")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+        std::fs::read_to_string(dir.join(name)).expect("fixture readable")
+    }
+
+    #[tokio::test]
+    async fn a_key_whose_modulus_keeps_a_leading_zero_octet_verifies_its_signatures_and_only_those() {
+        // Jenkins' JWKS writes `n` as Java's BigInteger.toByteArray(): 257 octets, the first 0.
+        let jwks: serde_json::Value = serde_json::from_str(&fixture("jenkins-jwks-leading-zero.json")).unwrap();
+        let signing = jsonwebtoken::EncodingKey::from_rsa_pem(fixture("jenkins-signing-key.pem").as_bytes()).unwrap();
+        let issuer = IssuerConfig {
+            name: "github".into(),
+            kind: CiKind::Github,
+            issuer: ISSUER.into(),
+            jwks_url: Some("https://127.0.0.1:1/jwks".into()),
+            algorithms: vec![Algorithm::RS256],
+        };
+        let keys = FixedKeys::from_jwks([(ISSUER, &jwks)]).unwrap();
+        let verifier = Verifier::with_fixed_keys(AUDIENCE.into(), vec![issuer], keys);
+        let now = jsonwebtoken::get_current_timestamp() as i64;
+        let claims = json!({
+            "iss": ISSUER, "aud": AUDIENCE, "exp": now + 300, "jti": "j-2",
+            "check_run_id": "289782451", "repository": "octo-org/octo-repo",
+        });
+        let mut header = jsonwebtoken::Header::new(Algorithm::RS256);
+        header.kid = Some("ci-creds-id-token".into());
+        let token = jsonwebtoken::encode(&header, &claims, &signing).unwrap();
+        let job = verifier.verify(&token).await.expect("the issuer's own signature verifies");
+        assert_eq!(job.job_id, "289782451");
+
+        let (signed, signature) = token.rsplit_once('.').unwrap();
+        let mut forged = signature.as_bytes().to_vec();
+        forged[10] = if forged[10] == b'A' { b'B' } else { b'A' };
+        let tampered = format!("{signed}.{}", String::from_utf8(forged).unwrap());
+        assert!(matches!(verifier.verify(&tampered).await, Err(Error::Invalid(_))), "a wrong signature still fails");
+        let other_claims = token.replacen(signed.split('.').nth(1).unwrap(), "eyJmb28iOiJiYXIifQ", 1);
+        assert!(verifier.verify(&other_claims).await.is_err(), "changed claims fail");
+    }
 }
