@@ -243,6 +243,7 @@ impl Fixture {
             issuer: issuer.url().to_owned(),
             jwks_url: None,
             algorithms: vec![Algorithm::RS256],
+            max_token_lifetime: None,
         };
         let verifier = Verifier::new(AUDIENCE.into(), vec![github], HttpClient::new().expect("HTTP client"));
         let policy = policy_set();

@@ -10,6 +10,11 @@ pub fn human<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::
     humantime::parse_duration(&text).map_err(serde::de::Error::custom)
 }
 
+/// `deserialize_with` for an optional duration key (with `#[serde(default)]`).
+pub fn human_optional<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Duration>, D::Error> {
+    human(deserializer).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use serde::de::value::{Error, I64Deserializer, StrDeserializer};

@@ -12,6 +12,8 @@ pub use keys::{FixedKeys, KeyStore, REFRESH_COOLDOWN};
 pub use mapping::job_from_claims;
 pub use verifier::{MAX_TOKEN_BYTES, Verifier, token_sha256};
 
+use std::time::Duration;
+
 use jsonwebtoken::Algorithm;
 use serde::Deserialize;
 
@@ -32,6 +34,10 @@ pub struct IssuerConfig {
     /// Signature algorithms this issuer may use; RS256 unless configured.
     #[serde(default = "default_algorithms")]
     pub algorithms: Vec<Algorithm>,
+    /// The longest lifetime (`exp - iat`) a token of this issuer may have: a token minted to
+    /// live longer, or one without `iat`, is refused. Without it, any lifetime `exp` allows.
+    #[serde(default, deserialize_with = "crate::duration::human_optional")]
+    pub max_token_lifetime: Option<Duration>,
 }
 
 fn default_algorithms() -> Vec<Algorithm> {

@@ -103,6 +103,7 @@ impl Verifier {
         let claims = verified.claims;
         let registered = Registered::of(&claims)?;
         check_issued_at(registered.iat)?;
+        check_lifetime(issuer, registered.iat, registered.exp)?;
         let mut job = job_from_claims(issuer.kind, &issuer.name, claims)?;
         job.token_id = match registered.jti {
             Some(jti) if !jti.is_empty() => format!("jti:{jti}"),
@@ -134,6 +135,23 @@ fn check_issued_at(iat: Option<i64>) -> Result<(), Error> {
         Some(iat) if iat > (now + LEEWAY_SECONDS) as i64 => Err(Error::Invalid("issued in the future".into())),
         _ => Ok(()),
     }
+}
+
+/// A token minted to live longer than its issuer's `max_token_lifetime` stays a bearer credential
+/// for longer than its job needs; one whose lifetime cannot be told is refused too.
+fn check_lifetime(issuer: &IssuerConfig, iat: Option<i64>, exp: i64) -> Result<(), Error> {
+    let Some(max) = issuer.max_token_lifetime else { return Ok(()) };
+    let Some(iat) = iat else {
+        return Err(Error::Invalid("no `iat`, so its lifetime cannot be checked against max_token_lifetime".into()));
+    };
+    let lifetime = exp.saturating_sub(iat);
+    if lifetime > i64::try_from(max.as_secs()).unwrap_or(i64::MAX) {
+        return Err(Error::Invalid(format!(
+            "it lives {lifetime} s (exp - iat), longer than the issuer's max_token_lifetime of {} s",
+            max.as_secs()
+        )));
+    }
+    Ok(())
 }
 
 fn invalid(error: jsonwebtoken::errors::Error) -> Error {
@@ -178,6 +196,7 @@ mod tests {
             issuer: ISSUER.into(),
             jwks_url: Some("https://127.0.0.1:1/jwks".into()),
             algorithms: vec![Algorithm::ES256],
+            max_token_lifetime: None,
         };
         let keys = FixedKeys::from_jwks([(ISSUER, &jwks)]).unwrap();
         let verifier = Verifier::with_fixed_keys(AUDIENCE.into(), vec![issuer], keys);
@@ -212,6 +231,7 @@ mod tests {
             issuer: ISSUER.into(),
             jwks_url: Some("https://127.0.0.1:1/jwks".into()),
             algorithms: vec![Algorithm::RS256],
+            max_token_lifetime: None,
         };
         let keys = FixedKeys::from_jwks([(ISSUER, &jwks)]).unwrap();
         let verifier = Verifier::with_fixed_keys(AUDIENCE.into(), vec![issuer], keys);
@@ -233,5 +253,40 @@ mod tests {
         assert!(matches!(verifier.verify(&tampered).await, Err(Error::Invalid(_))), "a wrong signature still fails");
         let other_claims = token.replacen(signed.split('.').nth(1).unwrap(), "eyJmb28iOiJiYXIifQ", 1);
         assert!(verifier.verify(&other_claims).await.is_err(), "changed claims fail");
+    }
+
+    #[tokio::test]
+    async fn a_token_minted_to_live_longer_than_max_token_lifetime_is_refused() {
+        let key = SigningKey::generate_es256().unwrap();
+        let jwks = json!({ "keys": [key.jwk()] });
+        let issuer = IssuerConfig {
+            name: "github".into(),
+            kind: CiKind::Github,
+            issuer: ISSUER.into(),
+            jwks_url: None,
+            algorithms: vec![Algorithm::ES256],
+            max_token_lifetime: Some(std::time::Duration::from_secs(600)),
+        };
+        let keys = FixedKeys::from_jwks([(ISSUER, &jwks)]).unwrap();
+        let verifier = Verifier::with_fixed_keys(AUDIENCE.into(), vec![issuer], keys);
+        let now = jsonwebtoken::get_current_timestamp() as i64;
+        let token = |iat: Option<i64>, exp: i64| {
+            let mut claims = json!({
+                "iss": ISSUER, "aud": AUDIENCE, "exp": exp,
+                "check_run_id": "289782451", "repository": "octo-org/octo-repo",
+            });
+            if let Some(iat) = iat {
+                claims["iat"] = json!(iat);
+            }
+            key.sign(&claims).unwrap()
+        };
+        assert!(verifier.verify(&token(Some(now - 60), now + 540)).await.is_ok(), "ten minutes, as allowed");
+        for (case, iat, exp) in [("an hour", Some(now - 60), now + 3540), ("no iat", None, now + 300)] {
+            let refused = verifier.verify(&token(iat, exp)).await;
+            assert!(
+                matches!(&refused, Err(Error::Invalid(reason)) if reason.contains("max_token_lifetime")),
+                "{case}: {refused:?}"
+            );
+        }
     }
 }

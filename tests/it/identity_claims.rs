@@ -16,6 +16,7 @@ async fn verify_github(edit: impl FnOnce(&mut Value)) -> Result<ci_creds::job::J
         issuer: issuer.url().to_owned(),
         jwks_url: None,
         algorithms: vec![Algorithm::RS256],
+        max_token_lifetime: None,
     };
     let verifier = Verifier::new(AUDIENCE.into(), vec![config], HttpClient::new().unwrap());
     verifier.verify(&github_token(&issuer, edit)).await

@@ -23,6 +23,7 @@ fn verifier(issuer: &DevIssuer) -> Verifier {
         issuer: issuer.url().to_owned(),
         jwks_url: None,
         algorithms: vec![Algorithm::RS256],
+        max_token_lifetime: None,
     };
     Verifier::new(AUDIENCE.into(), vec![config], HttpClient::new().unwrap()).with_refresh_cooldown(TEST_COOLDOWN)
 }

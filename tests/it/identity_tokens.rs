@@ -20,6 +20,7 @@ fn verifier_for(issuer: &DevIssuer, kind: CiKind, algorithms: Vec<Algorithm>) ->
         issuer: issuer.url().to_owned(),
         jwks_url: None,
         algorithms,
+        max_token_lifetime: None,
     };
     Verifier::new(AUDIENCE.into(), vec![config], HttpClient::new().unwrap())
 }
