@@ -239,9 +239,7 @@ async fn fleet_report(config: &Path, since: std::time::Duration) -> Result<fleet
     let store = open_store(config).await?;
     let now = ci_creds::clock::now();
     let since = now.saturating_sub(i64::try_from(since.as_secs()).unwrap_or(i64::MAX));
-    let jobs = store.runner_jobs_since(since).await?;
-    let (last_seen, reused) = (store.runners_last_seen().await?, store.reused_runners().await?);
-    Ok(fleet::build(&jobs, &last_seen, &reused, since, now))
+    Ok(fleet::read(&store, since, now).await?)
 }
 
 fn exit_with(result: Result<(), client::Error>) -> ! {

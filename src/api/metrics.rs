@@ -14,7 +14,7 @@ use super::ApiError;
 use super::openapi::ErrorResponse;
 use crate::lifecycle::Broker;
 use crate::store::{JobState, LeaseState};
-use crate::{clock, fleet, metrics, store};
+use crate::{clock, fleet, metrics};
 
 const JOB_STATES: [JobState; 2] = [JobState::Active, JobState::Ended];
 const LEASE_STATES: [LeaseState; 6] = [
@@ -26,7 +26,7 @@ const LEASE_STATES: [LeaseState; 6] = [
     LeaseState::Failed,
 ];
 
-/// How often a scrape recomputes the fleet's figures (they read every judged job of 30 days).
+/// How often a scrape recomputes the fleet's figures (the store aggregates 30 days of jobs).
 const FLEET_EVERY: Duration = Duration::from_secs(60);
 static FLEET_AT: Mutex<Option<Instant>> = Mutex::new(None);
 
@@ -78,22 +78,13 @@ async fn fleet_figures(broker: &Broker) {
     }
     let now = clock::now();
     let since = now - fleet::STALE_AFTER;
-    let store = &broker.store;
-    let read = async {
-        Ok::<_, store::Error>((
-            store.runner_jobs_since(since).await?,
-            store.runners_last_seen().await?,
-            store.reused_runners().await?,
-        ))
-    };
-    let (jobs, last_seen, reused) = match read.await {
-        Ok(read) => read,
+    let report = match fleet::read(&broker.store, since, now).await {
+        Ok(report) => report,
         Err(error) => {
             tracing::warn!(%error, "metrics: cannot read the fleet's records");
             return;
         }
     };
-    let report = fleet::build(&jobs, &last_seen, &reused, since, now);
     for figure in &report.summary.figures {
         metrics::runner_hygiene(figure.name, figure.value, figure.met);
     }

@@ -1,10 +1,11 @@
-//! From judged jobs to runners and figures. Pure: the caller reads the store.
+//! From the store's aggregates of judged jobs to runners and figures. Pure: the caller reads
+//! the store.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::store::{RunnerJob, RunnerLastSeen};
+use crate::store::{FleetAggregates, RunnerJobsSeen};
 
 /// Seconds in a day, the chart's unit.
 pub const DAY: i64 = 24 * 3600;
@@ -78,29 +79,21 @@ pub struct FleetReport {
     pub runners: Vec<RunnerRow>,
 }
 
-/// The report of `jobs` (the judged jobs kept, oldest first) for those seen since `since`.
-/// Staleness is judged on `last_seen` (every runner kept, whatever the window); `reused` are the
-/// runners the store marked reused.
-pub fn build(
-    jobs: &[RunnerJob],
-    last_seen: &[RunnerLastSeen],
-    reused: &[(String, String)],
-    since: i64,
-    now: i64,
-) -> FleetReport {
-    let recent: Vec<&RunnerJob> = jobs.iter().filter(|job| job.seen_at >= since).collect();
-    let stale = last_seen.iter().filter(|r| r.self_hosted && !r.single_use && now - r.last_seen > STALE_AFTER).count();
-    let runners = runners(recent.iter().copied(), reused);
-
-    let self_hosted: Vec<&&RunnerJob> =
-        recent.iter().filter(|job| job.runner_environment.as_deref() == Some("self-hosted")).collect();
-    let on_single_use = self_hosted.iter().filter(|job| job.single_use).count();
-    let share = (!self_hosted.is_empty()).then(|| on_single_use as f64 / self_hosted.len() as f64);
+/// The report of the jobs seen since `since`, from the store's aggregates of them (see
+/// [`Store::fleet_aggregates`](crate::store::Store::fleet_aggregates)): staleness is judged on
+/// every runner kept, whatever the window; a runner is reused when the store marked it so or it
+/// served more than one job on a single-use tier.
+pub fn build(aggregates: &FleetAggregates, since: i64, now: i64) -> FleetReport {
+    let totals = &aggregates.totals;
+    let runners = runners(&aggregates.runners);
+    let (self_hosted, on_single_use) = (count(totals.self_hosted), count(totals.self_hosted_single_use));
+    let share = (self_hosted > 0).then(|| on_single_use as f64 / self_hosted as f64);
     let identified = || runners.iter().filter(|r| r.key.is_some());
     let multi_repository = identified().filter(|r| r.self_hosted() && r.repositories > 1).count();
     let reused_count = identified().filter(|r| r.reused).count();
+    let stale = count(aggregates.stale_persistent);
 
-    let count = |value: usize| Some(value as f64);
+    let value = |value: usize| Some(value as f64);
     let zero = |value: usize| Some(value == 0);
     let figures = vec![
         Figure {
@@ -113,42 +106,44 @@ pub fn build(
         Figure {
             name: "multi_repository_runners",
             description: "self-hosted runners that served more than one repository",
-            value: count(multi_repository),
+            value: value(multi_repository),
             target: "0",
             met: zero(multi_repository),
         },
         Figure {
             name: "reused_single_use_runners",
             description: "runners that served more than one job on a single-use tier",
-            value: count(reused_count),
+            value: value(reused_count),
             target: "0",
             met: zero(reused_count),
         },
         Figure {
             name: "stale_persistent_runners",
             description: "persistent (not single-use) self-hosted runners not seen for more than 30 days",
-            value: count(stale),
+            value: value(stale),
             target: "0",
             met: zero(stale),
         },
     ];
 
     let mut tiers: BTreeMap<Option<String>, TierRow> = BTreeMap::new();
-    let mut days: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for job in &recent {
+    for seen in &aggregates.tiers {
         let row =
-            tiers.entry(job.tier.clone()).or_insert_with(|| TierRow { tier: job.tier.clone(), ..TierRow::default() });
-        row.jobs += 1;
-        row.roles_granted += job.roles_granted;
-        let tier = job.tier.clone().unwrap_or_else(|| "(none)".to_owned());
-        *days.entry((day(job.seen_at), tier)).or_default() += 1;
+            tiers.entry(seen.tier.clone()).or_insert_with(|| TierRow { tier: seen.tier.clone(), ..TierRow::default() });
+        row.jobs += count(seen.jobs);
+        row.roles_granted += seen.roles_granted;
+    }
+    let mut days: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for seen in &aggregates.days {
+        let tier = seen.tier.clone().unwrap_or_else(|| "(none)".to_owned());
+        *days.entry((day(seen.day * DAY), tier)).or_default() += count(seen.jobs);
     }
     FleetReport {
         summary: Summary {
             since,
             generated_at: now,
-            jobs: recent.len(),
-            self_hosted_jobs: self_hosted.len(),
+            jobs: count(totals.jobs),
+            self_hosted_jobs: self_hosted,
             figures,
             tiers: tiers.into_values().collect(),
             days: days.into_iter().map(|((day, tier), jobs)| (day, tier, jobs)).collect(),
@@ -157,59 +152,30 @@ pub fn build(
     }
 }
 
-/// Jobs grouped by runner: by key where known, else by name, else one row per issuer for the
-/// jobs whose runner nobody told.
-fn runners<'j>(jobs: impl Iterator<Item = &'j RunnerJob>, reused: &[(String, String)]) -> Vec<RunnerRow> {
-    struct Seen {
-        row: RunnerRow,
-        repositories: BTreeSet<String>,
-        single_use_jobs: BTreeSet<String>,
-    }
-    let mut seen: BTreeMap<(String, Option<String>, Option<String>), Seen> = BTreeMap::new();
-    for job in jobs {
-        let name_key = if job.runner_key.is_some() { None } else { job.runner_name.clone() };
-        let entry = seen.entry((job.issuer.clone(), job.runner_key.clone(), name_key)).or_insert_with(|| Seen {
-            row: RunnerRow {
-                issuer: job.issuer.clone(),
-                key: job.runner_key.clone(),
-                name: None,
-                group: None,
-                environment: None,
-                tier: None,
-                single_use: false,
-                reused: false,
-                first_seen: job.seen_at,
-                last_seen: job.seen_at,
-                jobs: 0,
-                repositories: 0,
-            },
-            repositories: BTreeSet::new(),
-            single_use_jobs: BTreeSet::new(),
-        });
-        let row = &mut entry.row;
-        row.jobs += 1;
-        row.first_seen = row.first_seen.min(job.seen_at);
-        if job.seen_at >= row.last_seen {
-            row.last_seen = job.seen_at;
-            row.tier = job.tier.clone();
-            row.single_use = job.single_use;
-        }
-        row.name = row.name.take().or_else(|| job.runner_name.clone());
-        row.group = row.group.take().or_else(|| job.runner_group.clone());
-        row.environment = row.environment.take().or_else(|| job.runner_environment.clone());
-        entry.repositories.insert(job.repository.clone());
-        if job.single_use {
-            entry.single_use_jobs.insert(job.job_id.clone());
-        }
-    }
+/// A count from the store (never negative).
+fn count(value: i64) -> usize {
+    usize::try_from(value).unwrap_or(0)
+}
+
+/// One row per runner, the latest seen first.
+fn runners(seen: &[RunnerJobsSeen]) -> Vec<RunnerRow> {
+    let mut seen: Vec<&RunnerJobsSeen> = seen.iter().collect();
+    seen.sort_by(|a, b| (&a.issuer, &a.runner_key, &a.name_key).cmp(&(&b.issuer, &b.runner_key, &b.name_key)));
     let mut rows: Vec<RunnerRow> = seen
-        .into_values()
-        .map(|mut entry| {
-            let row = &mut entry.row;
-            row.repositories = entry.repositories.len();
-            let marked = row.key.as_ref().is_some_and(|key| reused.iter().any(|(i, k)| *i == row.issuer && k == key));
-            row.reused = row.key.is_some() && (marked || entry.single_use_jobs.len() > 1);
-            entry.row
+        .into_iter()
+        .map(|runner| RunnerRow {
+            issuer: runner.issuer.clone(),
+            key: runner.runner_key.clone(),
+            name: runner.runner_name.clone(),
+            group: runner.runner_group.clone(),
+            environment: runner.runner_environment.clone(),
+            tier: runner.tier.clone(),
+            single_use: runner.single_use,
+            reused: runner.runner_key.is_some() && (runner.marked_reused || runner.single_use_jobs > 1),
+            first_seen: runner.first_seen,
+            last_seen: runner.last_seen,
+            jobs: count(runner.jobs),
+            repositories: count(runner.repositories),
         })
         .collect();
     rows.sort_by(|a, b| {

@@ -16,6 +16,8 @@ mod config;
 #[cfg(feature = "server")]
 mod connect;
 #[cfg(feature = "server")]
+mod fleet;
+#[cfg(feature = "server")]
 mod group_commit;
 #[cfg(feature = "server")]
 mod jobs;
@@ -45,6 +47,8 @@ pub use ci_api_budget::CallsTaken;
 #[cfg(feature = "server")]
 pub use commit_queue::GroupCommitStats;
 pub use config::{StoreConfig, StoreKind};
+#[cfg(feature = "server")]
+pub use fleet::{DayJobs, FleetAggregates, JobTotals, RunnerJobsSeen, TierJobs};
 #[cfg(feature = "server")]
 pub use jobs::{EndOutcome, JobRecord, JobState};
 #[cfg(feature = "server")]
