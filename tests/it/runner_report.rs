@@ -84,7 +84,15 @@ async fn the_report_s_figures_on_a_known_history() {
     assert!(cells.starts_with(&["buildkite", "agent-a", "ephemeral"]), "{listed}");
     assert!(cells.ends_with(&["2", "1", "yes", "yes"]), "2 jobs, 1 repository, single-use, reused: {listed}");
 
-    let (_, metrics) = stack.broker.get_text("/metrics").await;
+    // The fleet's figures are refreshed in the background (every second in these tests).
+    let mut metrics = String::new();
+    for _ in 0..100 {
+        metrics = stack.broker.get_text("/metrics").await.1;
+        if metrics.lines().any(|line| line == r#"ci_creds_runner_jobs_30d{tier="ephemeral"} 3"#) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     for series in [
         r#"ci_creds_runner_hygiene{figure="single_use_share"} 0.6"#,
         r#"ci_creds_runner_hygiene{figure="reused_single_use_runners"} 1"#,
