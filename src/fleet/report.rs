@@ -1,11 +1,11 @@
 //! From the store's aggregates of judged jobs to runners and figures. Pure: the caller reads
 //! the store.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::store::{FleetAggregates, RunnerJobsSeen};
+use crate::store::{FleetAggregates, RefusalCount, RunnerJobsSeen};
 
 /// Seconds in a day, the chart's unit.
 pub const DAY: i64 = 24 * 3600;
@@ -34,13 +34,24 @@ pub struct RunnerRow {
     pub last_seen: i64,
     pub jobs: usize,
     pub repositories: usize,
+    /// Refused attempts against it in the window, by reason (`replayed`, `job_ended`, …).
+    pub refused: BTreeMap<String, i64>,
 }
 
 impl RunnerRow {
     pub fn self_hosted(&self) -> bool {
         self.environment.as_deref() == Some("self-hosted")
     }
+
+    /// Whether it replayed a token or asked again for an ended job's credentials: what a
+    /// persistent foothold on a runner looks like.
+    pub fn suspicious(&self) -> bool {
+        SUSPICIOUS.iter().any(|reason| self.refused.contains_key(*reason))
+    }
 }
+
+/// The refusals that make a runner suspicious.
+const SUSPICIOUS: [&str; 2] = ["replayed", "job_ended"];
 
 /// One hygiene figure, its target, and whether it is met (`None` when there is nothing to judge).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -85,13 +96,20 @@ pub struct FleetReport {
 /// served more than one job on a single-use tier.
 pub fn build(aggregates: &FleetAggregates, since: i64, now: i64) -> FleetReport {
     let totals = &aggregates.totals;
-    let runners = runners(&aggregates.runners);
+    let runners = runners(&aggregates.runners, &aggregates.refusals);
     let (self_hosted, on_single_use) = (count(totals.self_hosted), count(totals.self_hosted_single_use));
     let share = (self_hosted > 0).then(|| on_single_use as f64 / self_hosted as f64);
     let identified = || runners.iter().filter(|r| r.key.is_some());
     let multi_repository = identified().filter(|r| r.self_hosted() && r.repositories > 1).count();
     let reused_count = identified().filter(|r| r.reused).count();
     let stale = count(aggregates.stale_persistent);
+    let suspicious: BTreeSet<(&str, &str)> = aggregates
+        .refusals
+        .iter()
+        .filter(|r| SUSPICIOUS.contains(&r.reason.as_str()))
+        .filter_map(|r| Some((r.issuer.as_str(), r.runner_key.as_deref()?)))
+        .collect();
+    let suspicious = suspicious.len();
 
     let value = |value: usize| Some(value as f64);
     let zero = |value: usize| Some(value == 0);
@@ -123,6 +141,13 @@ pub fn build(aggregates: &FleetAggregates, since: i64, now: i64) -> FleetReport 
             value: value(stale),
             target: "0",
             met: zero(stale),
+        },
+        Figure {
+            name: "suspicious_attempt_runners",
+            description: "runners with suspicious attempts (a replayed token, an ended job asking again)",
+            value: value(suspicious),
+            target: "0",
+            met: zero(suspicious),
         },
     ];
 
@@ -157,8 +182,14 @@ fn count(value: i64) -> usize {
     usize::try_from(value).unwrap_or(0)
 }
 
-/// One row per runner, the latest seen first.
-fn runners(seen: &[RunnerJobsSeen]) -> Vec<RunnerRow> {
+/// One row per runner, the latest seen first, with the refusals counted against it.
+fn runners(seen: &[RunnerJobsSeen], refusals: &[RefusalCount]) -> Vec<RunnerRow> {
+    let mut refused: BTreeMap<(&str, &str), BTreeMap<String, i64>> = BTreeMap::new();
+    for refusal in refusals {
+        if let Some(key) = &refusal.runner_key {
+            refused.entry((&refusal.issuer, key)).or_default().insert(refusal.reason.clone(), refusal.attempts);
+        }
+    }
     let mut seen: Vec<&RunnerJobsSeen> = seen.iter().collect();
     seen.sort_by(|a, b| (&a.issuer, &a.runner_key, &a.name_key).cmp(&(&b.issuer, &b.runner_key, &b.name_key)));
     let mut rows: Vec<RunnerRow> = seen
@@ -176,6 +207,12 @@ fn runners(seen: &[RunnerJobsSeen]) -> Vec<RunnerRow> {
             last_seen: runner.last_seen,
             jobs: count(runner.jobs),
             repositories: count(runner.repositories),
+            refused: runner
+                .runner_key
+                .as_deref()
+                .and_then(|key| refused.get(&(runner.issuer.as_str(), key)))
+                .cloned()
+                .unwrap_or_default(),
         })
         .collect();
     rows.sort_by(|a, b| {

@@ -189,3 +189,33 @@ async fn the_page_escapes_what_a_ci_told_and_marks_each_verdict() {
     assert!(page.contains("<td class=\"missed\">MISSED</td>"));
     assert!(!page.contains("http://") && !page.contains("https://"), "no address to fetch");
 }
+
+#[tokio::test]
+async fn replays_and_ended_job_attempts_make_a_runner_suspicious() {
+    use crate::store::RunnerRefusal;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::connect(&format!("sqlite://{}", dir.path().join("store.db").display())).await.unwrap();
+    store.record_runner_jobs(history(), 365 * DAY).await.unwrap();
+    let refusal = |runner: &str, reason| RunnerRefusal {
+        issuer: "github".into(),
+        runner_key: Some(runner.into()),
+        reason,
+        seen_at: NOW - DAY,
+    };
+    let refusals = [
+        refusal("1/eph-1", "replayed"),
+        refusal("1/eph-1", "replayed"),
+        refusal("2/eph-2", "job_ended"),
+        refusal("3/eph-3", "policy"),
+        refusal("4/eph-4", "ci_unavailable"),
+    ];
+    store.record_runner_refusals(&refusals, 365 * DAY).await.unwrap();
+    let report = read(&store, NOW - 30 * DAY, NOW).await.unwrap();
+    let suspicious = figure(&report, "suspicious_attempt_runners");
+    assert_eq!((suspicious.value, suspicious.met), (Some(2.0), Some(false)), "a policy refusal is not suspicious");
+    let runner = |key: &str| report.runners.iter().find(|r| r.key.as_deref() == Some(key)).unwrap();
+    assert_eq!(runner("1/eph-1").refused.get("replayed"), Some(&2));
+    assert!(runner("2/eph-2").suspicious() && !runner("3/eph-3").suspicious());
+    let table = render_list(&report, Format::Table);
+    assert!(table.contains("replayed:2") && table.contains("ci_unavailable:1"), "{table}");
+}

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use sqlx::Row;
 
-use super::{Error, Store};
+use super::{Error, RefusalCount, Store};
 
 /// Jobs seen in the window, and how many of them ran self-hosted, and self-hosted on a
 /// single-use tier.
@@ -68,6 +68,8 @@ pub struct FleetAggregates {
     /// Persistent self-hosted runners whose last job, over every kept record, is older than
     /// `stale_before`.
     pub stale_persistent: i64,
+    /// Refused attempts per runner and reason in the window.
+    pub refusals: Vec<RefusalCount>,
 }
 
 impl Store {
@@ -80,6 +82,7 @@ impl Store {
             days: self.day_jobs(since).await?,
             runners: self.runner_jobs_seen(since).await?,
             stale_persistent: self.stale_persistent(stale_before).await?,
+            refusals: self.runner_refusals_since(since).await?,
         })
     }
 

@@ -30,6 +30,8 @@ mod leases;
 #[cfg(feature = "server")]
 mod lock;
 #[cfg(feature = "server")]
+mod refusals;
+#[cfg(feature = "server")]
 mod replay;
 #[cfg(feature = "server")]
 mod runners;
@@ -55,6 +57,8 @@ pub use jobs::{EndOutcome, JobRecord, JobState};
 pub use lease::{JobCiFacts, Lease, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 #[cfg(feature = "server")]
 pub use lock::StoreLock;
+#[cfg(feature = "server")]
+pub use refusals::{RefusalCount, RunnerRefusal};
 #[cfg(feature = "server")]
 pub use runners::{RunnerClaim, RunnerJob, RunnerLastSeen};
 

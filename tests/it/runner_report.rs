@@ -160,3 +160,75 @@ async fn the_html_page_renders_in_a_headless_browser_and_fetches_nothing() {
     }
     assert_eq!(*asked.lock().unwrap(), ["/report.html"], "the page itself, and nothing else");
 }
+
+/// Each kind of refusal the broker can tell a runner by is counted against that runner, by
+/// reason; replays and an ended job asking again make it suspicious.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_refusal_is_counted_against_its_runner() {
+    let stack = Stack::start_with_policy(None, "", TIERS, "", Vec::new()).await;
+    let read = json!({"roles": ["read-config"]});
+    let exchange = |token: String, body: Value| {
+        let stack = &stack;
+        async move { stack.broker.exchange(&token, &body).await }
+    };
+    let error = |(status, answer): (u16, Value)| (status, answer["error"].as_str().unwrap_or_default().to_owned());
+
+    let first = buildkite_token(&stack, "bk-1", "agent-a", "ephemeral", "super-duper-app");
+    assert_eq!(exchange(first.clone(), read.clone()).await.0, 200);
+    assert_eq!(error(exchange(first.clone(), read.clone()).await), (409, "token_replayed".into()));
+    let second = buildkite_token(&stack, "bk-2", "agent-a", "ephemeral", "super-duper-app");
+    assert_eq!(error(exchange(second, read.clone()).await), (403, "runner_reused".into()));
+    let undefined = buildkite_token(&stack, "bk-3", "agent-p", "default", "super-duper-app");
+    assert_eq!(error(exchange(undefined, json!({"roles": ["made-up"]})).await), (403, "access_denied".into()));
+
+    let ending = buildkite_token(&stack, "bk-4", "agent-e", "default", "super-duper-app");
+    assert_eq!(exchange(ending.clone(), read.clone()).await.0, 200);
+    let bearer = vec![("authorization", format!("Bearer {ending}"))];
+    assert_eq!(stack.broker.post("/v1/jobs/self/revoke", &bearer, vec![]).await.0, 200);
+    let again = claims_for(&stack.buildkite, "buildkite-token-claims.json", |c| {
+        c["job_id"] = json!("bk-4");
+        c["agent_id"] = json!("agent-e");
+        c["queue_key"] = json!("default");
+        c["runner_environment"] = json!("self-hosted");
+        c["jti"] = json!("another-token-of-bk-4");
+    });
+    let again = stack.buildkite.sign(&again).unwrap();
+    assert_eq!(error(exchange(again, read.clone()).await), (409, "job_ended".into()));
+
+    let claims = claims_for(&stack.buildkite, "buildkite-token-claims.json", |c| {
+        c["job_id"] = json!("bk-5");
+        c["queue_key"] = json!("ephemeral");
+        c["runner_environment"] = json!("self-hosted");
+        c.as_object_mut().unwrap().remove("agent_id");
+    });
+    let untold = stack.buildkite.sign(&claims).unwrap();
+    assert_eq!(error(exchange(untold, read.clone()).await), (403, "runner_unknown".into()));
+
+    let counted = |report: &Value, key: &str| {
+        let runners = report["runners"].as_array().cloned().unwrap_or_default();
+        runners.iter().find(|r| r["key"] == key).map(|r| r["refused"].clone()).unwrap_or(Value::Null)
+    };
+    assert!(
+        eventually(|| async { counted(&report(&stack), "agent-e") == json!({"job_ended": 1}) }).await,
+        "{}",
+        report(&stack)
+    );
+    let report = report(&stack);
+    assert_eq!(counted(&report, "agent-a"), json!({"replayed": 1, "runner_reused": 1}));
+    assert_eq!(counted(&report, "agent-p"), json!({"policy": 1}));
+    assert_eq!(figure(&report, "suspicious_attempt_runners"), (json!(2.0), json!(false)), "agent-a and agent-e");
+
+    let mut metrics = String::new();
+    for _ in 0..100 {
+        metrics = stack.broker.get_text("/metrics").await.1;
+        if metrics.lines().any(|line| line == r#"ci_creds_runner_hygiene{figure="suspicious_attempt_runners"} 2"#) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    for reason in ["replayed", "job_ended", "runner_reused", "runner_unknown", "policy"] {
+        let series = format!("ci_creds_runner_refusals_total{{reason=\"{reason}\"}} 1");
+        assert!(metrics.lines().any(|line| line == series), "{series} in\n{metrics}");
+    }
+    assert!(metrics.lines().any(|line| line == r#"ci_creds_runner_hygiene{figure="suspicious_attempt_runners"} 2"#));
+}

@@ -2,14 +2,15 @@
 //! one statement whichever connection (replica) asks first, and the fleet's judged jobs add up.
 
 use ci_creds::clock::now;
-use ci_creds::store::{DayJobs, JobTotals, RunnerClaim, RunnerJob, Store, TierJobs};
+use ci_creds::store::{DayJobs, JobTotals, RefusalCount, RunnerClaim, RunnerJob, RunnerRefusal, Store, TierJobs};
 
 use crate::support::store::{Subject, on_every_store, postgres, sqlite};
 
 on_every_store!(
     a_runner_serves_its_first_job_and_is_reused_for_good,
     judged_jobs_add_up_and_expire,
-    the_fleet_is_aggregated_by_the_store
+    the_fleet_is_aggregated_by_the_store,
+    refusals_are_counted_per_runner_reason_and_day
 );
 
 async fn a_runner_serves_its_first_job_and_is_reused_for_good(subject: Subject) {
@@ -138,4 +139,41 @@ async fn the_fleet_is_aggregated_by_the_store(subject: Subject) {
     assert_eq!((r2.last_seen, r2.tier.as_deref(), r2.single_use), (11 * day + 1, Some("ephemeral"), true));
     assert_eq!(runner(None).jobs, 1);
     assert_eq!(aggregates.stale_persistent, 1, "p1, last seen before the cut-off");
+}
+
+/// Every kind of refusal is counted against its runner (or against no runner when none is
+/// known), one row a runner, reason and day however many attempts; the window is in days.
+async fn refusals_are_counted_per_runner_reason_and_day(subject: Subject) {
+    let store = subject.store;
+    let day = 86_400;
+    let refusal = |runner: Option<&str>, reason: &'static str, seen_at: i64| RunnerRefusal {
+        issuer: "github".into(),
+        runner_key: runner.map(str::to_owned),
+        reason,
+        seen_at,
+    };
+    let mut refusals =
+        vec![refusal(Some("r1"), "replayed", 20 * day + 1), refusal(Some("r1"), "replayed", 20 * day + 2)];
+    for reason in ["job_ended", "ci_unavailable", "runner_reused", "runner_unknown", "policy"] {
+        refusals.push(refusal(Some("r2"), reason, 21 * day));
+    }
+    refusals.push(refusal(None, "runner_unknown", 21 * day));
+    refusals.push(refusal(Some("r1"), "replayed", 5 * day));
+    store.record_runner_refusals(&refusals, 100 * 365 * day).await.unwrap();
+    store.record_runner_refusals(&refusals[..1], 100 * 365 * day).await.unwrap();
+    let count = |runner: Option<&str>, reason: &str, attempts| RefusalCount {
+        issuer: "github".into(),
+        runner_key: runner.map(str::to_owned),
+        reason: reason.into(),
+        attempts,
+    };
+    let counted = store.runner_refusals_since(20 * day + 3600).await.unwrap();
+    let mut expected = vec![count(None, "runner_unknown", 1), count(Some("r1"), "replayed", 3)];
+    for reason in ["ci_unavailable", "job_ended", "policy", "runner_reused", "runner_unknown"] {
+        expected.push(count(Some("r2"), reason, 1));
+    }
+    let mut counted_sorted = counted.clone();
+    counted_sorted.sort_by(|a, b| (&a.runner_key, &a.reason).cmp(&(&b.runner_key, &b.reason)));
+    assert_eq!(counted_sorted, expected, "the day of 20 * day + 3600 counts whole; day 5 does not");
+    assert_eq!(store.runner_refusals_since(0).await.unwrap().iter().map(|c| c.attempts).sum::<i64>(), 10);
 }
