@@ -14,7 +14,9 @@ mod report;
 mod tests;
 
 pub use render::{Format, render_list, render_report};
-pub use report::{DAY, Figure, FleetReport, RunnerRow, STALE_AFTER, Summary, TierRow, build};
+pub use report::{
+    DAY, Figure, FleetReport, PAGE_RUNNERS, RunnerFilter, RunnerRow, STALE_AFTER, Summary, TierRow, build,
+};
 
 /// The report of the jobs `store` saw since `since` (unix seconds), as of `now`: the store
 /// aggregates, so what is read grows with runners and days, not with jobs.

@@ -36,6 +36,8 @@ pub struct RunnerRow {
     pub repositories: usize,
     /// Refused attempts against it in the window, by reason (`replayed`, `job_ended`, …).
     pub refused: BTreeMap<String, i64>,
+    /// The targets it misses: `reused`, `multi_repository`, `stale`, `suspicious`.
+    pub missed: Vec<&'static str>,
 }
 
 impl RunnerRow {
@@ -87,7 +89,50 @@ pub struct Summary {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FleetReport {
     pub summary: Summary,
+    /// The worst first: most targets missed, then the latest seen.
     pub runners: Vec<RunnerRow>,
+    /// Runners left out by a filter or a limit.
+    pub runners_not_shown: usize,
+}
+
+/// The runners an HTML page shows when no `--limit` is given: the page stays bounded.
+pub const PAGE_RUNNERS: usize = 500;
+
+/// Which runners a listing shows, and how many: the figures stay the whole fleet's.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct RunnerFilter {
+    /// Only runners of this issuer.
+    #[arg(long)]
+    pub issuer: Option<String>,
+    /// Only runners whose latest job ran in this tier.
+    #[arg(long)]
+    pub tier: Option<String>,
+    /// Only self-hosted runners.
+    #[arg(long)]
+    pub self_hosted: bool,
+    /// Only runners that miss a target (reused, shared across repositories, stale, suspicious).
+    #[arg(long)]
+    pub missing_target: bool,
+    /// At most this many runners, the worst first; the rest are counted.
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+impl FleetReport {
+    /// Keeps the runners `filter` asks for, the worst first, and counts the others.
+    pub fn filter(&mut self, filter: &RunnerFilter) {
+        let before = self.runners.len();
+        self.runners.retain(|runner| {
+            filter.issuer.as_ref().is_none_or(|issuer| *issuer == runner.issuer)
+                && filter.tier.as_ref().is_none_or(|tier| runner.tier.as_ref() == Some(tier))
+                && (!filter.self_hosted || runner.self_hosted())
+                && (!filter.missing_target || !runner.missed.is_empty())
+        });
+        if let Some(limit) = filter.limit {
+            self.runners.truncate(limit);
+        }
+        self.runners_not_shown += before - self.runners.len();
+    }
 }
 
 /// The report of the jobs seen since `since`, from the store's aggregates of them (see
@@ -96,7 +141,7 @@ pub struct FleetReport {
 /// served more than one job on a single-use tier.
 pub fn build(aggregates: &FleetAggregates, since: i64, now: i64) -> FleetReport {
     let totals = &aggregates.totals;
-    let runners = runners(&aggregates.runners, &aggregates.refusals);
+    let runners = runners(&aggregates.runners, &aggregates.refusals, now);
     let (self_hosted, on_single_use) = (count(totals.self_hosted), count(totals.self_hosted_single_use));
     let share = (self_hosted > 0).then(|| on_single_use as f64 / self_hosted as f64);
     let identified = || runners.iter().filter(|r| r.key.is_some());
@@ -174,6 +219,7 @@ pub fn build(aggregates: &FleetAggregates, since: i64, now: i64) -> FleetReport 
             days: days.into_iter().map(|((day, tier), jobs)| (day, tier, jobs)).collect(),
         },
         runners,
+        runners_not_shown: 0,
     }
 }
 
@@ -182,8 +228,9 @@ fn count(value: i64) -> usize {
     usize::try_from(value).unwrap_or(0)
 }
 
-/// One row per runner, the latest seen first, with the refusals counted against it.
-fn runners(seen: &[RunnerJobsSeen], refusals: &[RefusalCount]) -> Vec<RunnerRow> {
+/// One row per runner, the worst first, with the refusals counted against it and the targets it
+/// misses.
+fn runners(seen: &[RunnerJobsSeen], refusals: &[RefusalCount], now: i64) -> Vec<RunnerRow> {
     let mut refused: BTreeMap<(&str, &str), BTreeMap<String, i64>> = BTreeMap::new();
     for refusal in refusals {
         if let Some(key) = &refusal.runner_key {
@@ -213,12 +260,39 @@ fn runners(seen: &[RunnerJobsSeen], refusals: &[RefusalCount]) -> Vec<RunnerRow>
                 .and_then(|key| refused.get(&(runner.issuer.as_str(), key)))
                 .cloned()
                 .unwrap_or_default(),
+            missed: Vec::new(),
         })
         .collect();
+    for row in &mut rows {
+        row.missed = missed(row, now);
+    }
     rows.sort_by(|a, b| {
-        b.last_seen.cmp(&a.last_seen).then_with(|| a.issuer.cmp(&b.issuer)).then_with(|| a.key.cmp(&b.key))
+        b.missed
+            .len()
+            .cmp(&a.missed.len())
+            .then_with(|| b.last_seen.cmp(&a.last_seen))
+            .then_with(|| a.issuer.cmp(&b.issuer))
+            .then_with(|| a.key.cmp(&b.key))
     });
     rows
+}
+
+/// The targets an identified runner misses, as the figures judge them (staleness on its latest
+/// job in the window).
+fn missed(row: &RunnerRow, now: i64) -> Vec<&'static str> {
+    if row.key.is_none() {
+        return Vec::new();
+    }
+    let persistent = row.self_hosted() && !row.single_use;
+    [
+        ("reused", row.reused),
+        ("multi_repository", row.self_hosted() && row.repositories > 1),
+        ("stale", persistent && now - row.last_seen > STALE_AFTER),
+        ("suspicious", row.suspicious()),
+    ]
+    .into_iter()
+    .filter_map(|(target, missed)| missed.then_some(target))
+    .collect()
 }
 
 /// `YYYY-MM-DD` (UTC) of a unix time.

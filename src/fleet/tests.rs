@@ -219,3 +219,31 @@ async fn replays_and_ended_job_attempts_make_a_runner_suspicious() {
     let table = render_list(&report, Format::Table);
     assert!(table.contains("replayed:2") && table.contains("ci_unavailable:1"), "{table}");
 }
+
+#[tokio::test]
+async fn filters_and_a_limit_show_the_worst_runners_first_and_count_the_rest() {
+    let report = report_of(&history(), &[]).await;
+    assert_eq!(report.runners[0].key.as_deref(), Some("20/shared"), "the newest of those missing a target");
+    let missing: Vec<(Option<&str>, &[&str])> =
+        report.runners.iter().take(2).map(|r| (r.key.as_deref(), r.missed.as_slice())).collect();
+    assert_eq!(missing, [(Some("20/shared"), &["multi_repository"][..]), (Some("8/reused"), &["reused"][..])]);
+    assert!(report.runners[2..].iter().all(|r| r.missed.is_empty()), "the rest meet every target");
+
+    let only = |filter: RunnerFilter| {
+        let mut report = report.clone();
+        report.filter(&filter);
+        report
+    };
+    let worst = only(RunnerFilter { missing_target: true, ..RunnerFilter::default() });
+    assert_eq!((worst.runners.len(), worst.runners_not_shown), (2, 10));
+    let hosted = only(RunnerFilter { tier: Some("hosted".into()), ..RunnerFilter::default() });
+    assert!(hosted.runners.iter().all(|r| r.tier.as_deref() == Some("hosted")) && hosted.runners.len() == 2);
+    let self_hosted = only(RunnerFilter { self_hosted: true, limit: Some(3), ..RunnerFilter::default() });
+    assert_eq!((self_hosted.runners.len(), self_hosted.runners_not_shown), (3, 9));
+    assert!(self_hosted.runners.iter().all(RunnerRow::self_hosted));
+    assert!(only(RunnerFilter { issuer: Some("gitlab".into()), ..RunnerFilter::default() }).runners.is_empty());
+    let table = render_list(&self_hosted, Format::Table);
+    assert!(table.contains("(9 more runners not shown)"), "{table}");
+    let page = render_report(&self_hosted, Format::Html);
+    assert!(page.contains("9 more runners not shown."), "the page counts the rest");
+}

@@ -232,3 +232,38 @@ async fn every_refusal_is_counted_against_its_runner() {
     }
     assert!(metrics.lines().any(|line| line == r#"ci_creds_runner_hygiene{figure="suspicious_attempt_runners"} 2"#));
 }
+
+/// `runners list` and `runners report` filter and limit the runners, the worst first, and count
+/// the rest; the figures stay the whole fleet's.
+#[tokio::test(flavor = "multi_thread")]
+async fn filters_and_a_limit_show_the_worst_runners_first() {
+    let stack = Stack::start_with_policy(None, "", TIERS, "", Vec::new()).await;
+    known_history(&stack).await;
+    assert!(eventually(|| async { report(&stack)["summary"]["jobs"] == 6 }).await);
+    let listed = |args: &[&str]| -> Vec<Value> {
+        let mut all = vec!["runners", "list", "--format", "json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&stack.broker.cli(&all)).unwrap()
+    };
+    let keys = |runners: Vec<Value>| runners.iter().map(|r| r["key"].as_str().unwrap_or("").to_owned()).collect();
+    let worst: Vec<String> = keys(listed(&["--missing-target"]));
+    assert_eq!(worst.len(), 2, "{worst:?}");
+    assert!(worst.contains(&"agent-a".to_owned()) && worst.contains(&"agent-p".to_owned()), "{worst:?}");
+    let first: Vec<String> = keys(listed(&["--limit", "2"]));
+    assert_eq!(first.iter().filter(|k| *k == "agent-a" || *k == "agent-p").count(), 2, "worst first: {first:?}");
+    assert!(listed(&["--issuer", "github", "--self-hosted"]).is_empty());
+    assert_eq!(keys(listed(&["--tier", "ephemeral", "--issuer", "buildkite"])).len(), 2, "agent-a and agent-b");
+
+    let report: Value = serde_json::from_str(&stack.broker.cli(&[
+        "runners",
+        "report",
+        "--format",
+        "json",
+        "--missing-target",
+        "--limit",
+        "1",
+    ]))
+    .unwrap();
+    assert_eq!((report["runners"].as_array().map(Vec::len), &report["runners_not_shown"]), (Some(1), &json!(3)));
+    assert_eq!(report["summary"]["jobs"], 6, "the figures stay the whole fleet's");
+}
