@@ -108,12 +108,15 @@ enum LeasesCommand {
 
 #[derive(Subcommand)]
 enum RunnersCommand {
-    /// Every runner whose jobs the store keeps (`lifecycle.runner_retention`), most recently seen first.
+    /// Every runner whose jobs the store keeps (`lifecycle.runner_retention`), the worst first
+    /// (most targets missed), then the most recently seen.
     List {
         #[arg(long, value_name = "PATH")]
         config: PathBuf,
         #[arg(long, value_enum, default_value = "table")]
         format: fleet::Format,
+        #[command(flatten)]
+        filter: fleet::RunnerFilter,
     },
     /// The hygiene figures with their targets, then the runners: for jobs seen since `--since`.
     Report {
@@ -126,6 +129,8 @@ enum RunnersCommand {
         /// Write the report here instead of stdout.
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        filter: fleet::RunnerFilter,
     },
 }
 
@@ -190,12 +195,18 @@ async fn main() -> Result<()> {
             let store = open_store(&list.config).await?;
             print!("{}", inspect::leases(&store, state, list.limit, list.format).await?);
         }
-        Command::Runners(RunnersCommand::List { config, format }) => {
-            let report = fleet_report(&config, std::time::Duration::MAX).await?;
+        Command::Runners(RunnersCommand::List { config, format, filter }) => {
+            let mut report = fleet_report(&config, std::time::Duration::MAX).await?;
+            report.filter(&filter);
             print!("{}", fleet::render_list(&report, format));
         }
-        Command::Runners(RunnersCommand::Report { config, since, format, output }) => {
-            let text = fleet::render_report(&fleet_report(&config, since).await?, format);
+        Command::Runners(RunnersCommand::Report { config, since, format, output, mut filter }) => {
+            if format == fleet::Format::Html {
+                filter.limit = filter.limit.or(Some(fleet::PAGE_RUNNERS));
+            }
+            let mut report = fleet_report(&config, since).await?;
+            report.filter(&filter);
+            let text = fleet::render_report(&report, format);
             match output {
                 Some(path) => std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?,
                 None => print!("{text}"),
@@ -239,9 +250,7 @@ async fn fleet_report(config: &Path, since: std::time::Duration) -> Result<fleet
     let store = open_store(config).await?;
     let now = ci_creds::clock::now();
     let since = now.saturating_sub(i64::try_from(since.as_secs()).unwrap_or(i64::MAX));
-    let jobs = store.runner_jobs_since(since).await?;
-    let (last_seen, reused) = (store.runners_last_seen().await?, store.reused_runners().await?);
-    Ok(fleet::build(&jobs, &last_seen, &reused, since, now))
+    Ok(fleet::read(&store, since, now).await?)
 }
 
 fn exit_with(result: Result<(), client::Error>) -> ! {

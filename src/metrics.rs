@@ -161,6 +161,10 @@ fn describe() {
         "Exchanges refused `runner_reused`: a single-use tier's job on a runner that served another job, by issuer and tier."
     );
     describe_counter!(
+        "ci_creds_runner_refusals_total",
+        "Refused exchanges counted against the job's runner, by reason: replayed, job_ended, ci_unavailable, runner_reused, runner_unknown, policy."
+    );
+    describe_counter!(
         "ci_creds_requests_overloaded_total",
         "Requests answered 503 `overloaded` because every in-flight slot was taken."
     );
@@ -290,6 +294,12 @@ pub fn runner_hygiene(name: &'static str, value: Option<f64>, met: Option<bool>)
     gauge!("ci_creds_runner_hygiene", "figure" => name).set(value.unwrap_or(f64::NAN));
     let met = met.map_or(f64::NAN, |met| if met { 1.0 } else { 0.0 });
     gauge!("ci_creds_runner_hygiene_met", "figure" => name).set(met);
+}
+
+/// A refused exchange counted against its runner, by reason (never by runner: the label set
+/// stays bounded).
+pub fn runner_refusal(reason: &'static str) {
+    counter!("ci_creds_runner_refusals_total", "reason" => reason).increment(1);
 }
 
 /// Jobs judged in the last 30 days in `tier` (a policy name, or `none`).

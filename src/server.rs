@@ -12,7 +12,7 @@ use crate::backends::vault::VaultBackend;
 use crate::ci_api::CiApis;
 use crate::config::{self, Config};
 use crate::identity::Verifier;
-use crate::lifecycle::{Broker, RevocationQueue, reconciler, revocation, sweeper};
+use crate::lifecycle::{Broker, RevocationQueue, fleet_gauges, reconciler, revocation, sweeper};
 use crate::net::HttpClient;
 use crate::policy::{BackendKind, PolicySet};
 use crate::store::StoreKind;
@@ -148,6 +148,7 @@ pub async fn serve(config: Config) -> Result<(), Error> {
     tokio::spawn(revocation::run(broker.clone()));
     tokio::spawn(sweeper::run(broker.clone()));
     tokio::spawn(reconciler::run(broker.clone()));
+    tokio::spawn(fleet_gauges::run(broker.clone()));
     tracing::info!(%addr, roles = broker.policy.roles().count(), "ci-creds listening");
     api::limits::serve(listener, api::router(broker, &config.limits), &config.limits, shutdown_signal())
         .await

@@ -1,10 +1,10 @@
 //! `GET /metrics`: Prometheus text format. A scrape first records what is counted rather than
-//! recorded as it happens: leases and jobs by state in the store, the revocation worker's
-//! attempts, and the fleet report's figures.
+//! recorded as it happens: leases and jobs by state in the store and the revocation worker's
+//! attempts. The fleet report's figures are refreshed in the background
+//! (`lifecycle::fleet_gauges`); a scrape shows their last values.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use super::ApiError;
 use super::openapi::ErrorResponse;
 use crate::lifecycle::Broker;
+use crate::metrics;
 use crate::store::{JobState, LeaseState};
-use crate::{clock, fleet, metrics, store};
 
 const JOB_STATES: [JobState; 2] = [JobState::Active, JobState::Ended];
 const LEASE_STATES: [LeaseState; 6] = [
@@ -25,10 +25,6 @@ const LEASE_STATES: [LeaseState; 6] = [
     LeaseState::Expired,
     LeaseState::Failed,
 ];
-
-/// How often a scrape recomputes the fleet's figures (they read every judged job of 30 days).
-const FLEET_EVERY: Duration = Duration::from_secs(60);
-static FLEET_AT: Mutex<Option<Instant>> = Mutex::new(None);
 
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses(
@@ -63,41 +59,5 @@ async fn record_counts(broker: &Broker) {
             Ok(count) => metrics::jobs(state.as_str(), count),
             Err(error) => tracing::warn!(%error, "metrics: cannot count jobs"),
         }
-    }
-    fleet_figures(broker).await;
-}
-
-/// The fleet report's figures over the last 30 days, as `runners report` computes them.
-async fn fleet_figures(broker: &Broker) {
-    {
-        let mut at = FLEET_AT.lock().unwrap_or_else(PoisonError::into_inner);
-        if at.is_some_and(|at| at.elapsed() < FLEET_EVERY) {
-            return;
-        }
-        *at = Some(Instant::now());
-    }
-    let now = clock::now();
-    let since = now - fleet::STALE_AFTER;
-    let store = &broker.store;
-    let read = async {
-        Ok::<_, store::Error>((
-            store.runner_jobs_since(since).await?,
-            store.runners_last_seen().await?,
-            store.reused_runners().await?,
-        ))
-    };
-    let (jobs, last_seen, reused) = match read.await {
-        Ok(read) => read,
-        Err(error) => {
-            tracing::warn!(%error, "metrics: cannot read the fleet's records");
-            return;
-        }
-    };
-    let report = fleet::build(&jobs, &last_seen, &reused, since, now);
-    for figure in &report.summary.figures {
-        metrics::runner_hygiene(figure.name, figure.value, figure.met);
-    }
-    for tier in &report.summary.tiers {
-        metrics::runner_jobs_30d(tier.tier.clone().unwrap_or_else(|| "none".to_owned()), tier.jobs);
     }
 }

@@ -13,6 +13,8 @@ pub(super) const RUNNER_HEADERS: &[&str] = &[
     "TIER",
     "FIRST SEEN",
     "LAST SEEN",
+    "REFUSED",
+    "MISSED",
     "JOBS",
     "REPOSITORIES",
     "SINGLE-USE",
@@ -47,9 +49,19 @@ pub(super) fn runner_cells(runner: &RunnerRow) -> Vec<String> {
         runner.tier.clone().unwrap_or_default(),
         timestamp(runner.first_seen),
         timestamp(runner.last_seen),
+        refused(runner),
+        if runner.missed.is_empty() { "-".to_owned() } else { runner.missed.join(",") },
         runner.jobs.to_string(),
         runner.repositories.to_string(),
         flag(runner.single_use),
         flag(runner.reused),
     ]
+}
+
+/// Refused attempts by reason, `replayed:2,policy:1`; `-` for none.
+fn refused(runner: &RunnerRow) -> String {
+    if runner.refused.is_empty() {
+        return "-".to_owned();
+    }
+    runner.refused.iter().map(|(reason, attempts)| format!("{reason}:{attempts}")).collect::<Vec<_>>().join(",")
 }

@@ -49,7 +49,11 @@ pub fn page(report: &FleetReport) -> String {
         }
         out.push_str("</tr>");
     }
-    out.push_str("</table></body></html>\n");
+    out.push_str("</table>");
+    if report.runners_not_shown > 0 {
+        let _ = write!(out, "<p id=\"not-shown\">{} more runners not shown.</p>", report.runners_not_shown);
+    }
+    out.push_str("</body></html>\n");
     out
 }
 

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::cells::{RUNNER_HEADERS, figure_value, runner_cells, verdict};
 use super::html;
-use super::report::{FleetReport, RunnerRow, Summary};
+use super::report::{FleetReport, Summary};
 use crate::inspect::{table, timestamp};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -18,7 +18,7 @@ pub enum Format {
 pub fn render_list(report: &FleetReport, format: Format) -> String {
     match format {
         Format::Json => json(&report.runners),
-        Format::Table | Format::Html => runner_table(&report.runners),
+        Format::Table | Format::Html => runner_table(report),
     }
 }
 
@@ -30,7 +30,7 @@ pub fn render_report(report: &FleetReport, format: Format) -> String {
         Format::Table => {
             let mut out = summary_text(&report.summary);
             out.push('\n');
-            out.push_str(&runner_table(&report.runners));
+            out.push_str(&runner_table(report));
             out
         }
     }
@@ -69,6 +69,10 @@ fn summary_text(summary: &Summary) -> String {
     out
 }
 
-fn runner_table(runners: &[RunnerRow]) -> String {
-    table(RUNNER_HEADERS, runners.iter().map(runner_cells).collect())
+fn runner_table(report: &FleetReport) -> String {
+    let mut out = table(RUNNER_HEADERS, report.runners.iter().map(runner_cells).collect());
+    if report.runners_not_shown > 0 {
+        let _ = writeln!(out, "({} more runners not shown)", report.runners_not_shown);
+    }
+    out
 }

@@ -1,10 +1,11 @@
-//! From judged jobs to runners and figures. Pure: the caller reads the store.
+//! From the store's aggregates of judged jobs to runners and figures. Pure: the caller reads
+//! the store.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::store::{RunnerJob, RunnerLastSeen};
+use crate::store::{FleetAggregates, RefusalCount, RunnerJobsSeen};
 
 /// Seconds in a day, the chart's unit.
 pub const DAY: i64 = 24 * 3600;
@@ -33,13 +34,26 @@ pub struct RunnerRow {
     pub last_seen: i64,
     pub jobs: usize,
     pub repositories: usize,
+    /// Refused attempts against it in the window, by reason (`replayed`, `job_ended`, …).
+    pub refused: BTreeMap<String, i64>,
+    /// The targets it misses: `reused`, `multi_repository`, `stale`, `suspicious`.
+    pub missed: Vec<&'static str>,
 }
 
 impl RunnerRow {
     pub fn self_hosted(&self) -> bool {
         self.environment.as_deref() == Some("self-hosted")
     }
+
+    /// Whether it replayed a token or asked again for an ended job's credentials: what a
+    /// persistent foothold on a runner looks like.
+    pub fn suspicious(&self) -> bool {
+        SUSPICIOUS.iter().any(|reason| self.refused.contains_key(*reason))
+    }
 }
+
+/// The refusals that make a runner suspicious.
+const SUSPICIOUS: [&str; 2] = ["replayed", "job_ended"];
 
 /// One hygiene figure, its target, and whether it is met (`None` when there is nothing to judge).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -75,32 +89,74 @@ pub struct Summary {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FleetReport {
     pub summary: Summary,
+    /// The worst first: most targets missed, then the latest seen.
     pub runners: Vec<RunnerRow>,
+    /// Runners left out by a filter or a limit.
+    pub runners_not_shown: usize,
 }
 
-/// The report of `jobs` (the judged jobs kept, oldest first) for those seen since `since`.
-/// Staleness is judged on `last_seen` (every runner kept, whatever the window); `reused` are the
-/// runners the store marked reused.
-pub fn build(
-    jobs: &[RunnerJob],
-    last_seen: &[RunnerLastSeen],
-    reused: &[(String, String)],
-    since: i64,
-    now: i64,
-) -> FleetReport {
-    let recent: Vec<&RunnerJob> = jobs.iter().filter(|job| job.seen_at >= since).collect();
-    let stale = last_seen.iter().filter(|r| r.self_hosted && !r.single_use && now - r.last_seen > STALE_AFTER).count();
-    let runners = runners(recent.iter().copied(), reused);
+/// The runners an HTML page shows when no `--limit` is given: the page stays bounded.
+pub const PAGE_RUNNERS: usize = 500;
 
-    let self_hosted: Vec<&&RunnerJob> =
-        recent.iter().filter(|job| job.runner_environment.as_deref() == Some("self-hosted")).collect();
-    let on_single_use = self_hosted.iter().filter(|job| job.single_use).count();
-    let share = (!self_hosted.is_empty()).then(|| on_single_use as f64 / self_hosted.len() as f64);
+/// Which runners a listing shows, and how many: the figures stay the whole fleet's.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct RunnerFilter {
+    /// Only runners of this issuer.
+    #[arg(long)]
+    pub issuer: Option<String>,
+    /// Only runners whose latest job ran in this tier.
+    #[arg(long)]
+    pub tier: Option<String>,
+    /// Only self-hosted runners.
+    #[arg(long)]
+    pub self_hosted: bool,
+    /// Only runners that miss a target (reused, shared across repositories, stale, suspicious).
+    #[arg(long)]
+    pub missing_target: bool,
+    /// At most this many runners, the worst first; the rest are counted.
+    #[arg(long)]
+    pub limit: Option<usize>,
+}
+
+impl FleetReport {
+    /// Keeps the runners `filter` asks for, the worst first, and counts the others.
+    pub fn filter(&mut self, filter: &RunnerFilter) {
+        let before = self.runners.len();
+        self.runners.retain(|runner| {
+            filter.issuer.as_ref().is_none_or(|issuer| *issuer == runner.issuer)
+                && filter.tier.as_ref().is_none_or(|tier| runner.tier.as_ref() == Some(tier))
+                && (!filter.self_hosted || runner.self_hosted())
+                && (!filter.missing_target || !runner.missed.is_empty())
+        });
+        if let Some(limit) = filter.limit {
+            self.runners.truncate(limit);
+        }
+        self.runners_not_shown += before - self.runners.len();
+    }
+}
+
+/// The report of the jobs seen since `since`, from the store's aggregates of them (see
+/// [`Store::fleet_aggregates`](crate::store::Store::fleet_aggregates)): staleness is judged on
+/// every runner kept, whatever the window; a runner is reused when the store marked it so or it
+/// served more than one job on a single-use tier.
+pub fn build(aggregates: &FleetAggregates, since: i64, now: i64) -> FleetReport {
+    let totals = &aggregates.totals;
+    let runners = runners(&aggregates.runners, &aggregates.refusals, now);
+    let (self_hosted, on_single_use) = (count(totals.self_hosted), count(totals.self_hosted_single_use));
+    let share = (self_hosted > 0).then(|| on_single_use as f64 / self_hosted as f64);
     let identified = || runners.iter().filter(|r| r.key.is_some());
     let multi_repository = identified().filter(|r| r.self_hosted() && r.repositories > 1).count();
     let reused_count = identified().filter(|r| r.reused).count();
+    let stale = count(aggregates.stale_persistent);
+    let suspicious: BTreeSet<(&str, &str)> = aggregates
+        .refusals
+        .iter()
+        .filter(|r| SUSPICIOUS.contains(&r.reason.as_str()))
+        .filter_map(|r| Some((r.issuer.as_str(), r.runner_key.as_deref()?)))
+        .collect();
+    let suspicious = suspicious.len();
 
-    let count = |value: usize| Some(value as f64);
+    let value = |value: usize| Some(value as f64);
     let zero = |value: usize| Some(value == 0);
     let figures = vec![
         Figure {
@@ -113,109 +169,130 @@ pub fn build(
         Figure {
             name: "multi_repository_runners",
             description: "self-hosted runners that served more than one repository",
-            value: count(multi_repository),
+            value: value(multi_repository),
             target: "0",
             met: zero(multi_repository),
         },
         Figure {
             name: "reused_single_use_runners",
             description: "runners that served more than one job on a single-use tier",
-            value: count(reused_count),
+            value: value(reused_count),
             target: "0",
             met: zero(reused_count),
         },
         Figure {
             name: "stale_persistent_runners",
             description: "persistent (not single-use) self-hosted runners not seen for more than 30 days",
-            value: count(stale),
+            value: value(stale),
             target: "0",
             met: zero(stale),
+        },
+        Figure {
+            name: "suspicious_attempt_runners",
+            description: "runners with suspicious attempts (a replayed token, an ended job asking again)",
+            value: value(suspicious),
+            target: "0",
+            met: zero(suspicious),
         },
     ];
 
     let mut tiers: BTreeMap<Option<String>, TierRow> = BTreeMap::new();
-    let mut days: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for job in &recent {
+    for seen in &aggregates.tiers {
         let row =
-            tiers.entry(job.tier.clone()).or_insert_with(|| TierRow { tier: job.tier.clone(), ..TierRow::default() });
-        row.jobs += 1;
-        row.roles_granted += job.roles_granted;
-        let tier = job.tier.clone().unwrap_or_else(|| "(none)".to_owned());
-        *days.entry((day(job.seen_at), tier)).or_default() += 1;
+            tiers.entry(seen.tier.clone()).or_insert_with(|| TierRow { tier: seen.tier.clone(), ..TierRow::default() });
+        row.jobs += count(seen.jobs);
+        row.roles_granted += seen.roles_granted;
+    }
+    let mut days: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for seen in &aggregates.days {
+        let tier = seen.tier.clone().unwrap_or_else(|| "(none)".to_owned());
+        *days.entry((day(seen.day * DAY), tier)).or_default() += count(seen.jobs);
     }
     FleetReport {
         summary: Summary {
             since,
             generated_at: now,
-            jobs: recent.len(),
-            self_hosted_jobs: self_hosted.len(),
+            jobs: count(totals.jobs),
+            self_hosted_jobs: self_hosted,
             figures,
             tiers: tiers.into_values().collect(),
             days: days.into_iter().map(|((day, tier), jobs)| (day, tier, jobs)).collect(),
         },
         runners,
+        runners_not_shown: 0,
     }
 }
 
-/// Jobs grouped by runner: by key where known, else by name, else one row per issuer for the
-/// jobs whose runner nobody told.
-fn runners<'j>(jobs: impl Iterator<Item = &'j RunnerJob>, reused: &[(String, String)]) -> Vec<RunnerRow> {
-    struct Seen {
-        row: RunnerRow,
-        repositories: BTreeSet<String>,
-        single_use_jobs: BTreeSet<String>,
-    }
-    let mut seen: BTreeMap<(String, Option<String>, Option<String>), Seen> = BTreeMap::new();
-    for job in jobs {
-        let name_key = if job.runner_key.is_some() { None } else { job.runner_name.clone() };
-        let entry = seen.entry((job.issuer.clone(), job.runner_key.clone(), name_key)).or_insert_with(|| Seen {
-            row: RunnerRow {
-                issuer: job.issuer.clone(),
-                key: job.runner_key.clone(),
-                name: None,
-                group: None,
-                environment: None,
-                tier: None,
-                single_use: false,
-                reused: false,
-                first_seen: job.seen_at,
-                last_seen: job.seen_at,
-                jobs: 0,
-                repositories: 0,
-            },
-            repositories: BTreeSet::new(),
-            single_use_jobs: BTreeSet::new(),
-        });
-        let row = &mut entry.row;
-        row.jobs += 1;
-        row.first_seen = row.first_seen.min(job.seen_at);
-        if job.seen_at >= row.last_seen {
-            row.last_seen = job.seen_at;
-            row.tier = job.tier.clone();
-            row.single_use = job.single_use;
-        }
-        row.name = row.name.take().or_else(|| job.runner_name.clone());
-        row.group = row.group.take().or_else(|| job.runner_group.clone());
-        row.environment = row.environment.take().or_else(|| job.runner_environment.clone());
-        entry.repositories.insert(job.repository.clone());
-        if job.single_use {
-            entry.single_use_jobs.insert(job.job_id.clone());
+/// A count from the store (never negative).
+fn count(value: i64) -> usize {
+    usize::try_from(value).unwrap_or(0)
+}
+
+/// One row per runner, the worst first, with the refusals counted against it and the targets it
+/// misses.
+fn runners(seen: &[RunnerJobsSeen], refusals: &[RefusalCount], now: i64) -> Vec<RunnerRow> {
+    let mut refused: BTreeMap<(&str, &str), BTreeMap<String, i64>> = BTreeMap::new();
+    for refusal in refusals {
+        if let Some(key) = &refusal.runner_key {
+            refused.entry((&refusal.issuer, key)).or_default().insert(refusal.reason.clone(), refusal.attempts);
         }
     }
+    let mut seen: Vec<&RunnerJobsSeen> = seen.iter().collect();
+    seen.sort_by(|a, b| (&a.issuer, &a.runner_key, &a.name_key).cmp(&(&b.issuer, &b.runner_key, &b.name_key)));
     let mut rows: Vec<RunnerRow> = seen
-        .into_values()
-        .map(|mut entry| {
-            let row = &mut entry.row;
-            row.repositories = entry.repositories.len();
-            let marked = row.key.as_ref().is_some_and(|key| reused.iter().any(|(i, k)| *i == row.issuer && k == key));
-            row.reused = row.key.is_some() && (marked || entry.single_use_jobs.len() > 1);
-            entry.row
+        .into_iter()
+        .map(|runner| RunnerRow {
+            issuer: runner.issuer.clone(),
+            key: runner.runner_key.clone(),
+            name: runner.runner_name.clone(),
+            group: runner.runner_group.clone(),
+            environment: runner.runner_environment.clone(),
+            tier: runner.tier.clone(),
+            single_use: runner.single_use,
+            reused: runner.runner_key.is_some() && (runner.marked_reused || runner.single_use_jobs > 1),
+            first_seen: runner.first_seen,
+            last_seen: runner.last_seen,
+            jobs: count(runner.jobs),
+            repositories: count(runner.repositories),
+            refused: runner
+                .runner_key
+                .as_deref()
+                .and_then(|key| refused.get(&(runner.issuer.as_str(), key)))
+                .cloned()
+                .unwrap_or_default(),
+            missed: Vec::new(),
         })
         .collect();
+    for row in &mut rows {
+        row.missed = missed(row, now);
+    }
     rows.sort_by(|a, b| {
-        b.last_seen.cmp(&a.last_seen).then_with(|| a.issuer.cmp(&b.issuer)).then_with(|| a.key.cmp(&b.key))
+        b.missed
+            .len()
+            .cmp(&a.missed.len())
+            .then_with(|| b.last_seen.cmp(&a.last_seen))
+            .then_with(|| a.issuer.cmp(&b.issuer))
+            .then_with(|| a.key.cmp(&b.key))
     });
     rows
+}
+
+/// The targets an identified runner misses, as the figures judge them (staleness on its latest
+/// job in the window).
+fn missed(row: &RunnerRow, now: i64) -> Vec<&'static str> {
+    if row.key.is_none() {
+        return Vec::new();
+    }
+    let persistent = row.self_hosted() && !row.single_use;
+    [
+        ("reused", row.reused),
+        ("multi_repository", row.self_hosted() && row.repositories > 1),
+        ("stale", persistent && now - row.last_seen > STALE_AFTER),
+        ("suspicious", row.suspicious()),
+    ]
+    .into_iter()
+    .filter_map(|(target, missed)| missed.then_some(target))
+    .collect()
 }
 
 /// `YYYY-MM-DD` (UTC) of a unix time.

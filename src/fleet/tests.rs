@@ -2,7 +2,7 @@
 
 use super::report::DAY;
 use super::*;
-use crate::store::{RunnerJob, RunnerLastSeen};
+use crate::store::{FleetAggregates, RunnerJob, Store};
 
 const NOW: i64 = 1_767_225_600; // 2026-01-01T00:00:00Z
 
@@ -115,42 +115,26 @@ fn history() -> Vec<RunnerJob> {
     jobs
 }
 
-/// What the store's `runners_last_seen` holds for `jobs`: each identified runner's last job, and
-/// whether any of its jobs was self-hosted or on a single-use tier.
-fn last_seen(jobs: &[RunnerJob]) -> Vec<RunnerLastSeen> {
-    let mut rows: Vec<RunnerLastSeen> = Vec::new();
-    for job in jobs {
-        let Some(key) = &job.runner_key else { continue };
-        let self_hosted = job.runner_environment.as_deref() == Some("self-hosted");
-        match rows.iter_mut().find(|row| row.runner_key == *key) {
-            Some(row) => {
-                row.last_seen = row.last_seen.max(job.seen_at);
-                row.single_use |= job.single_use;
-                row.self_hosted |= self_hosted;
-            }
-            None => rows.push(RunnerLastSeen {
-                issuer: job.issuer.clone(),
-                runner_key: key.clone(),
-                single_use: job.single_use,
-                self_hosted,
-                last_seen: job.seen_at,
-            }),
-        }
+/// The report of `jobs` as the store aggregates them, with `reused` marked reused by the store.
+async fn report_of(jobs: &[RunnerJob], reused: &[(&str, &str)]) -> FleetReport {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::connect(&format!("sqlite://{}", dir.path().join("store.db").display())).await.unwrap();
+    store.record_runner_jobs(jobs.to_vec(), 365 * DAY).await.unwrap();
+    for (issuer, key) in reused {
+        let keep = crate::clock::now() + DAY;
+        store.claim_runner(issuer, key, "first", keep).await.unwrap();
+        store.claim_runner(issuer, key, "second", keep).await.unwrap();
     }
-    rows
-}
-
-fn report_of(jobs: &[RunnerJob], reused: &[(String, String)]) -> FleetReport {
-    build(jobs, &last_seen(jobs), reused, NOW - 30 * DAY, NOW)
+    read(&store, NOW - 30 * DAY, NOW).await.unwrap()
 }
 
 fn figure<'r>(report: &'r FleetReport, name: &str) -> &'r Figure {
     report.summary.figures.iter().find(|f| f.name == name).unwrap()
 }
 
-#[test]
-fn the_figures_of_a_known_history() {
-    let report = report_of(&history(), &[]);
+#[tokio::test]
+async fn the_figures_of_a_known_history() {
+    let report = report_of(&history(), &[]).await;
     let summary = &report.summary;
     assert_eq!((summary.jobs, summary.self_hosted_jobs), (14, 11), "the 40-day-old job is outside the window");
     let share = figure(&report, "single_use_share");
@@ -177,31 +161,89 @@ fn the_figures_of_a_known_history() {
     assert!(runners.iter().find(|r| r.key.as_deref() == Some("8/reused")).unwrap().reused);
 }
 
-#[test]
-fn a_clean_fleet_meets_every_target_and_an_empty_one_has_no_data() {
+#[tokio::test]
+async fn a_clean_fleet_meets_every_target_and_an_empty_one_has_no_data() {
     let clean: Vec<RunnerJob> = history()
         .into_iter()
         .filter(|j| j.single_use && j.job_id != "e9" || j.runner_environment.as_deref() != Some("self-hosted"))
         .collect();
-    let report = report_of(&clean, &[]);
+    let report = report_of(&clean, &[]).await;
     assert!(report.summary.figures.iter().all(|f| f.met == Some(true)), "{:?}", report.summary.figures);
 
-    let marked = report_of(&clean, &[("github".into(), "1/eph-1".into())]);
+    let marked = report_of(&clean, &[("github", "1/eph-1")]).await;
     assert_eq!(figure(&marked, "reused_single_use_runners").value, Some(1.0), "the store's reused mark counts");
 
-    let empty = build(&[], &[], &[], NOW - 30 * DAY, NOW);
+    let empty = build(&FleetAggregates::default(), NOW - 30 * DAY, NOW);
     assert_eq!(figure(&empty, "single_use_share").met, None);
 }
 
-#[test]
-fn the_page_escapes_what_a_ci_told_and_marks_each_verdict() {
+#[tokio::test]
+async fn the_page_escapes_what_a_ci_told_and_marks_each_verdict() {
     let mut jobs = history();
     jobs[1].runner_name = Some("<script>alert(1)</script>\"".into());
     jobs[1].tier = Some("<b>tier</b>".into());
-    let page = render_report(&report_of(&jobs, &[]), Format::Html);
+    let page = render_report(&report_of(&jobs, &[]).await, Format::Html);
     assert!(!page.contains("<script>") && !page.contains("<b>tier"), "escaped");
     assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;"));
     assert!(page.contains("default-src 'none'"), "the page may load nothing");
     assert!(page.contains("<td class=\"missed\">MISSED</td>"));
     assert!(!page.contains("http://") && !page.contains("https://"), "no address to fetch");
+}
+
+#[tokio::test]
+async fn replays_and_ended_job_attempts_make_a_runner_suspicious() {
+    use crate::store::RunnerRefusal;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::connect(&format!("sqlite://{}", dir.path().join("store.db").display())).await.unwrap();
+    store.record_runner_jobs(history(), 365 * DAY).await.unwrap();
+    let refusal = |runner: &str, reason| RunnerRefusal {
+        issuer: "github".into(),
+        runner_key: Some(runner.into()),
+        reason,
+        seen_at: NOW - DAY,
+    };
+    let refusals = [
+        refusal("1/eph-1", "replayed"),
+        refusal("1/eph-1", "replayed"),
+        refusal("2/eph-2", "job_ended"),
+        refusal("3/eph-3", "policy"),
+        refusal("4/eph-4", "ci_unavailable"),
+    ];
+    store.record_runner_refusals(&refusals, 365 * DAY).await.unwrap();
+    let report = read(&store, NOW - 30 * DAY, NOW).await.unwrap();
+    let suspicious = figure(&report, "suspicious_attempt_runners");
+    assert_eq!((suspicious.value, suspicious.met), (Some(2.0), Some(false)), "a policy refusal is not suspicious");
+    let runner = |key: &str| report.runners.iter().find(|r| r.key.as_deref() == Some(key)).unwrap();
+    assert_eq!(runner("1/eph-1").refused.get("replayed"), Some(&2));
+    assert!(runner("2/eph-2").suspicious() && !runner("3/eph-3").suspicious());
+    let table = render_list(&report, Format::Table);
+    assert!(table.contains("replayed:2") && table.contains("ci_unavailable:1"), "{table}");
+}
+
+#[tokio::test]
+async fn filters_and_a_limit_show_the_worst_runners_first_and_count_the_rest() {
+    let report = report_of(&history(), &[]).await;
+    assert_eq!(report.runners[0].key.as_deref(), Some("20/shared"), "the newest of those missing a target");
+    let missing: Vec<(Option<&str>, &[&str])> =
+        report.runners.iter().take(2).map(|r| (r.key.as_deref(), r.missed.as_slice())).collect();
+    assert_eq!(missing, [(Some("20/shared"), &["multi_repository"][..]), (Some("8/reused"), &["reused"][..])]);
+    assert!(report.runners[2..].iter().all(|r| r.missed.is_empty()), "the rest meet every target");
+
+    let only = |filter: RunnerFilter| {
+        let mut report = report.clone();
+        report.filter(&filter);
+        report
+    };
+    let worst = only(RunnerFilter { missing_target: true, ..RunnerFilter::default() });
+    assert_eq!((worst.runners.len(), worst.runners_not_shown), (2, 10));
+    let hosted = only(RunnerFilter { tier: Some("hosted".into()), ..RunnerFilter::default() });
+    assert!(hosted.runners.iter().all(|r| r.tier.as_deref() == Some("hosted")) && hosted.runners.len() == 2);
+    let self_hosted = only(RunnerFilter { self_hosted: true, limit: Some(3), ..RunnerFilter::default() });
+    assert_eq!((self_hosted.runners.len(), self_hosted.runners_not_shown), (3, 9));
+    assert!(self_hosted.runners.iter().all(RunnerRow::self_hosted));
+    assert!(only(RunnerFilter { issuer: Some("gitlab".into()), ..RunnerFilter::default() }).runners.is_empty());
+    let table = render_list(&self_hosted, Format::Table);
+    assert!(table.contains("(9 more runners not shown)"), "{table}");
+    let page = render_report(&self_hosted, Format::Html);
+    assert!(page.contains("9 more runners not shown."), "the page counts the rest");
 }

@@ -69,6 +69,9 @@ impl Broker {
             }
             Err(_) => {}
         }
+        if let Err(error) = &result {
+            self.record_refusal(&job, error);
+        }
         match &result {
             Ok((issued, ci_liveness)) => self.audit.record(&Event::ExchangeGranted {
                 token_sha256: &token_sha256,

@@ -6,6 +6,8 @@ mod ci_calls;
 #[cfg(feature = "server")]
 mod exchange;
 #[cfg(feature = "server")]
+pub mod fleet_gauges;
+#[cfg(feature = "server")]
 mod jobs;
 #[cfg(feature = "server")]
 mod liveness;
@@ -94,6 +96,9 @@ pub struct LifecycleConfig {
     /// Runner records (single use, the fleet report) are kept this long past a runner's last job.
     #[serde(default = "default_runner_retention", deserialize_with = "crate::duration::human")]
     pub runner_retention: Duration,
+    /// How often the fleet report's figures on `/metrics` are recomputed, in the background.
+    #[serde(default = "default_fleet_refresh", deserialize_with = "crate::duration::human")]
+    pub fleet_refresh_interval: Duration,
 }
 
 impl Default for LifecycleConfig {
@@ -105,6 +110,7 @@ impl Default for LifecycleConfig {
             reconcile_interval: default_reconcile(),
             reconcile_after: default_reconcile(),
             runner_retention: default_runner_retention(),
+            fleet_refresh_interval: default_fleet_refresh(),
         }
     }
 }
@@ -122,6 +128,10 @@ fn default_claim_timeout() -> Duration {
 }
 
 fn default_reconcile() -> Duration {
+    Duration::from_secs(60)
+}
+
+fn default_fleet_refresh() -> Duration {
     Duration::from_secs(60)
 }
 

@@ -9,13 +9,19 @@ use super::{Broker, Error};
 use crate::audit::{Event, JobIdentity};
 use crate::clock::now;
 use crate::job::Job;
-use crate::store::{RunnerClaim, RunnerJob, Store};
+use crate::store::{RunnerClaim, RunnerJob, RunnerRefusal, Store};
 
 /// Judged jobs on their way to the store, written in batches by a task of their own: the fleet
 /// report costs the exchange no write of its own.
 #[derive(Clone)]
 pub struct RunnerJobs {
-    queue: mpsc::Sender<RunnerJob>,
+    queue: mpsc::Sender<Judged>,
+}
+
+/// What the writing task records: a judged job, or a refused attempt against its runner.
+enum Judged {
+    Job(RunnerJob),
+    Refusal(RunnerRefusal),
 }
 
 /// Records waiting beyond this are dropped (and counted): a flood must not grow memory.
@@ -28,7 +34,7 @@ const GATHER: Duration = Duration::from_millis(250);
 impl RunnerJobs {
     /// Starts the writing task; records are kept `keep_for` past when their job was seen.
     pub fn start(store: Store, keep_for: Duration) -> Self {
-        let (queue, mut waiting) = mpsc::channel::<RunnerJob>(QUEUE);
+        let (queue, mut waiting) = mpsc::channel::<Judged>(QUEUE);
         let keep_for = keep_for.as_secs() as i64;
         tokio::spawn(async move {
             let mut batch = Vec::with_capacity(BATCH);
@@ -36,22 +42,31 @@ impl RunnerJobs {
                 // Gather a moment's worth: one commit for many jobs costs far less than one each.
                 tokio::time::sleep(GATHER).await;
                 while batch.len() < BATCH
-                    && let Ok(job) = waiting.try_recv()
+                    && let Ok(judged) = waiting.try_recv()
                 {
-                    batch.push(job);
+                    batch.push(judged);
                 }
-                let jobs = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                let (mut jobs, mut refusals) = (Vec::new(), Vec::new());
+                for judged in batch.drain(..) {
+                    match judged {
+                        Judged::Job(job) => jobs.push(job),
+                        Judged::Refusal(refusal) => refusals.push(refusal),
+                    }
+                }
                 let count = jobs.len();
                 if let Err(error) = store.record_runner_jobs(jobs, keep_for).await {
                     tracing::warn!(%error, jobs = count, "cannot record judged jobs for the fleet report");
+                }
+                if let Err(error) = store.record_runner_refusals(&refusals, keep_for).await {
+                    tracing::warn!(%error, refusals = refusals.len(), "cannot record refused attempts for the fleet report");
                 }
             }
         });
         Self { queue }
     }
 
-    fn send(&self, job: RunnerJob) {
-        if self.queue.try_send(job).is_err() {
+    fn send(&self, judged: Judged) {
+        if self.queue.try_send(judged).is_err() {
             crate::metrics::runner_jobs_dropped();
         }
     }
@@ -104,7 +119,28 @@ impl Broker {
             refused,
             seen_at: now(),
         };
-        self.runner_jobs.send(record);
+        self.runner_jobs.send(Judged::Job(record));
+    }
+
+    /// Counts a refused exchange against the job's runner as far as it is known, when the
+    /// refusal is one the fleet report tracks.
+    pub(super) fn record_refusal(&self, job: &Job, error: &Error) {
+        let reason = match error {
+            Error::Replayed => "replayed",
+            Error::JobEnded => "job_ended",
+            Error::CiUnavailable => "ci_unavailable",
+            Error::RunnerReused { .. } => "runner_reused",
+            Error::RunnerUnknown { .. } => "runner_unknown",
+            Error::Denied(_) => "policy",
+            _ => return,
+        };
+        crate::metrics::runner_refusal(reason);
+        self.runner_jobs.send(Judged::Refusal(RunnerRefusal {
+            issuer: job.issuer.clone(),
+            runner_key: job.runner_key().ok(),
+            reason,
+            seen_at: now(),
+        }));
     }
 }
 

@@ -16,6 +16,8 @@ mod config;
 #[cfg(feature = "server")]
 mod connect;
 #[cfg(feature = "server")]
+mod fleet;
+#[cfg(feature = "server")]
 mod group_commit;
 #[cfg(feature = "server")]
 mod jobs;
@@ -27,6 +29,8 @@ mod lease_batch;
 mod leases;
 #[cfg(feature = "server")]
 mod lock;
+#[cfg(feature = "server")]
+mod refusals;
 #[cfg(feature = "server")]
 mod replay;
 #[cfg(feature = "server")]
@@ -46,11 +50,15 @@ pub use ci_api_budget::CallsTaken;
 pub use commit_queue::GroupCommitStats;
 pub use config::{StoreConfig, StoreKind};
 #[cfg(feature = "server")]
+pub use fleet::{DayJobs, FleetAggregates, JobTotals, RunnerJobsSeen, TierJobs};
+#[cfg(feature = "server")]
 pub use jobs::{EndOutcome, JobRecord, JobState};
 #[cfg(feature = "server")]
 pub use lease::{JobCiFacts, Lease, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 #[cfg(feature = "server")]
 pub use lock::StoreLock;
+#[cfg(feature = "server")]
+pub use refusals::{RefusalCount, RunnerRefusal};
 #[cfg(feature = "server")]
 pub use runners::{RunnerClaim, RunnerJob, RunnerLastSeen};
 

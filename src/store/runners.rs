@@ -156,12 +156,14 @@ impl Store {
         rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect()
     }
 
-    /// Forgets runner records and judged jobs past their keep.
+    /// Forgets runner records, judged jobs and refusal counts past their keep.
     pub async fn prune_runners(&self, now: i64) -> Result<u64, Error> {
         let mut writer = self.writer().await?;
         let runners = sqlx::query("DELETE FROM runners WHERE keep_until < $1").bind(now).execute(&mut *writer).await?;
         let jobs = sqlx::query("DELETE FROM runner_jobs WHERE keep_until < $1").bind(now).execute(&mut *writer).await?;
-        Ok(runners.rows_affected() + jobs.rows_affected())
+        let refusals =
+            sqlx::query("DELETE FROM runner_refusals WHERE keep_until < $1").bind(now).execute(&mut *writer).await?;
+        Ok(runners.rows_affected() + jobs.rows_affected() + refusals.rows_affected())
     }
 
     /// The runner a webhook or an earlier answer of the CI's API named for a job, as JSON.

@@ -105,6 +105,9 @@ async fn whatever_the_ci_cannot_settle_is_refused_with_on_unavailable_refuse() {
         assert_eq!((status, body["error"].as_str()), (503, Some("ci_unavailable")), "{answer:?}: {body}");
         assert!(stack.leases("github", job).await.is_empty(), "{answer:?}: nothing written");
     }
+    let (_, metrics) = stack.broker.get_text("/metrics").await;
+    let refused = r#"ci_creds_runner_refusals_total{reason="ci_unavailable"} 7"#;
+    assert!(metrics.lines().any(|line| line == refused), "counted against the runner: {metrics}");
     // Nothing above ended a job: each may still exchange once the CI says it runs.
     api.set_job("7103", JobAnswer::Status("in_progress"));
     assert_eq!(stack.broker.exchange(&job_token(&stack, "7103"), &roles()).await.0, 200);

@@ -84,7 +84,15 @@ async fn the_report_s_figures_on_a_known_history() {
     assert!(cells.starts_with(&["buildkite", "agent-a", "ephemeral"]), "{listed}");
     assert!(cells.ends_with(&["2", "1", "yes", "yes"]), "2 jobs, 1 repository, single-use, reused: {listed}");
 
-    let (_, metrics) = stack.broker.get_text("/metrics").await;
+    // The fleet's figures are refreshed in the background (every second in these tests).
+    let mut metrics = String::new();
+    for _ in 0..100 {
+        metrics = stack.broker.get_text("/metrics").await.1;
+        if metrics.lines().any(|line| line == r#"ci_creds_runner_jobs_30d{tier="ephemeral"} 3"#) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     for series in [
         r#"ci_creds_runner_hygiene{figure="single_use_share"} 0.6"#,
         r#"ci_creds_runner_hygiene{figure="reused_single_use_runners"} 1"#,
@@ -151,4 +159,111 @@ async fn the_html_page_renders_in_a_headless_browser_and_fetches_nothing() {
         assert!(dom.contains(shown), "the page shows {shown}: {dom}");
     }
     assert_eq!(*asked.lock().unwrap(), ["/report.html"], "the page itself, and nothing else");
+}
+
+/// Each kind of refusal the broker can tell a runner by is counted against that runner, by
+/// reason; replays and an ended job asking again make it suspicious.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_refusal_is_counted_against_its_runner() {
+    let stack = Stack::start_with_policy(None, "", TIERS, "", Vec::new()).await;
+    let read = json!({"roles": ["read-config"]});
+    let exchange = |token: String, body: Value| {
+        let stack = &stack;
+        async move { stack.broker.exchange(&token, &body).await }
+    };
+    let error = |(status, answer): (u16, Value)| (status, answer["error"].as_str().unwrap_or_default().to_owned());
+
+    let first = buildkite_token(&stack, "bk-1", "agent-a", "ephemeral", "super-duper-app");
+    assert_eq!(exchange(first.clone(), read.clone()).await.0, 200);
+    assert_eq!(error(exchange(first.clone(), read.clone()).await), (409, "token_replayed".into()));
+    let second = buildkite_token(&stack, "bk-2", "agent-a", "ephemeral", "super-duper-app");
+    assert_eq!(error(exchange(second, read.clone()).await), (403, "runner_reused".into()));
+    let undefined = buildkite_token(&stack, "bk-3", "agent-p", "default", "super-duper-app");
+    assert_eq!(error(exchange(undefined, json!({"roles": ["made-up"]})).await), (403, "access_denied".into()));
+
+    let ending = buildkite_token(&stack, "bk-4", "agent-e", "default", "super-duper-app");
+    assert_eq!(exchange(ending.clone(), read.clone()).await.0, 200);
+    let bearer = vec![("authorization", format!("Bearer {ending}"))];
+    assert_eq!(stack.broker.post("/v1/jobs/self/revoke", &bearer, vec![]).await.0, 200);
+    let again = claims_for(&stack.buildkite, "buildkite-token-claims.json", |c| {
+        c["job_id"] = json!("bk-4");
+        c["agent_id"] = json!("agent-e");
+        c["queue_key"] = json!("default");
+        c["runner_environment"] = json!("self-hosted");
+        c["jti"] = json!("another-token-of-bk-4");
+    });
+    let again = stack.buildkite.sign(&again).unwrap();
+    assert_eq!(error(exchange(again, read.clone()).await), (409, "job_ended".into()));
+
+    let claims = claims_for(&stack.buildkite, "buildkite-token-claims.json", |c| {
+        c["job_id"] = json!("bk-5");
+        c["queue_key"] = json!("ephemeral");
+        c["runner_environment"] = json!("self-hosted");
+        c.as_object_mut().unwrap().remove("agent_id");
+    });
+    let untold = stack.buildkite.sign(&claims).unwrap();
+    assert_eq!(error(exchange(untold, read.clone()).await), (403, "runner_unknown".into()));
+
+    let counted = |report: &Value, key: &str| {
+        let runners = report["runners"].as_array().cloned().unwrap_or_default();
+        runners.iter().find(|r| r["key"] == key).map(|r| r["refused"].clone()).unwrap_or(Value::Null)
+    };
+    assert!(
+        eventually(|| async { counted(&report(&stack), "agent-e") == json!({"job_ended": 1}) }).await,
+        "{}",
+        report(&stack)
+    );
+    let report = report(&stack);
+    assert_eq!(counted(&report, "agent-a"), json!({"replayed": 1, "runner_reused": 1}));
+    assert_eq!(counted(&report, "agent-p"), json!({"policy": 1}));
+    assert_eq!(figure(&report, "suspicious_attempt_runners"), (json!(2.0), json!(false)), "agent-a and agent-e");
+
+    let mut metrics = String::new();
+    for _ in 0..100 {
+        metrics = stack.broker.get_text("/metrics").await.1;
+        if metrics.lines().any(|line| line == r#"ci_creds_runner_hygiene{figure="suspicious_attempt_runners"} 2"#) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    for reason in ["replayed", "job_ended", "runner_reused", "runner_unknown", "policy"] {
+        let series = format!("ci_creds_runner_refusals_total{{reason=\"{reason}\"}} 1");
+        assert!(metrics.lines().any(|line| line == series), "{series} in\n{metrics}");
+    }
+    assert!(metrics.lines().any(|line| line == r#"ci_creds_runner_hygiene{figure="suspicious_attempt_runners"} 2"#));
+}
+
+/// `runners list` and `runners report` filter and limit the runners, the worst first, and count
+/// the rest; the figures stay the whole fleet's.
+#[tokio::test(flavor = "multi_thread")]
+async fn filters_and_a_limit_show_the_worst_runners_first() {
+    let stack = Stack::start_with_policy(None, "", TIERS, "", Vec::new()).await;
+    known_history(&stack).await;
+    assert!(eventually(|| async { report(&stack)["summary"]["jobs"] == 6 }).await);
+    let listed = |args: &[&str]| -> Vec<Value> {
+        let mut all = vec!["runners", "list", "--format", "json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&stack.broker.cli(&all)).unwrap()
+    };
+    let keys = |runners: Vec<Value>| runners.iter().map(|r| r["key"].as_str().unwrap_or("").to_owned()).collect();
+    let worst: Vec<String> = keys(listed(&["--missing-target"]));
+    assert_eq!(worst.len(), 2, "{worst:?}");
+    assert!(worst.contains(&"agent-a".to_owned()) && worst.contains(&"agent-p".to_owned()), "{worst:?}");
+    let first: Vec<String> = keys(listed(&["--limit", "2"]));
+    assert_eq!(first.iter().filter(|k| *k == "agent-a" || *k == "agent-p").count(), 2, "worst first: {first:?}");
+    assert!(listed(&["--issuer", "github", "--self-hosted"]).is_empty());
+    assert_eq!(keys(listed(&["--tier", "ephemeral", "--issuer", "buildkite"])).len(), 2, "agent-a and agent-b");
+
+    let report: Value = serde_json::from_str(&stack.broker.cli(&[
+        "runners",
+        "report",
+        "--format",
+        "json",
+        "--missing-target",
+        "--limit",
+        "1",
+    ]))
+    .unwrap();
+    assert_eq!((report["runners"].as_array().map(Vec::len), &report["runners_not_shown"]), (Some(1), &json!(3)));
+    assert_eq!(report["summary"]["jobs"], 6, "the figures stay the whole fleet's");
 }

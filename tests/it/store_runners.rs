@@ -2,11 +2,16 @@
 //! one statement whichever connection (replica) asks first, and the fleet's judged jobs add up.
 
 use ci_creds::clock::now;
-use ci_creds::store::{RunnerClaim, RunnerJob, Store};
+use ci_creds::store::{DayJobs, JobTotals, RefusalCount, RunnerClaim, RunnerJob, RunnerRefusal, Store, TierJobs};
 
 use crate::support::store::{Subject, on_every_store, postgres, sqlite};
 
-on_every_store!(a_runner_serves_its_first_job_and_is_reused_for_good, judged_jobs_add_up_and_expire);
+on_every_store!(
+    a_runner_serves_its_first_job_and_is_reused_for_good,
+    judged_jobs_add_up_and_expire,
+    the_fleet_is_aggregated_by_the_store,
+    refusals_are_counted_per_runner_reason_and_day
+);
 
 async fn a_runner_serves_its_first_job_and_is_reused_for_good(subject: Subject) {
     let a = subject.store;
@@ -77,4 +82,98 @@ async fn judged_jobs_add_up_and_expire(subject: Subject) {
     assert_eq!(store.runner_jobs_since(0).await.unwrap().len(), 153, "150 jobs over three statements");
     assert_eq!(store.prune_runners(now()).await.unwrap(), 151, "past their keep");
     assert_eq!(store.runner_jobs_since(0).await.unwrap().len(), 2);
+}
+
+/// The report's aggregates are one `GROUP BY` per figure on every store: totals, tiers, days,
+/// one row per runner with its first name told and its latest tier, and the stale count.
+async fn the_fleet_is_aggregated_by_the_store(subject: Subject) {
+    let store = subject.store;
+    let day = 86_400;
+    let at = |mut job: RunnerJob, seen_at: i64| {
+        job.seen_at = seen_at;
+        job
+    };
+    let mut unnamed = judged("4", "r2", "octo-org/app", 1, false);
+    unnamed.runner_name = None;
+    let mut persistent = judged("5", "p1", "octo-org/app", 1, false);
+    (persistent.tier, persistent.single_use) = (Some("persistent".into()), false);
+    let mut untold = judged("6", "ignored", "octo-org/web", 0, true);
+    (untold.runner_key, untold.runner_name, untold.runner_environment, untold.tier) = (None, None, None, None);
+    let jobs = vec![
+        at(judged("1", "r1", "octo-org/app", 2, false), 10 * day + 5),
+        at(judged("2", "r1", "octo-org/infra", 1, false), 11 * day),
+        at(unnamed, 11 * day),
+        at(judged("3", "r2", "octo-org/app", 1, false), 11 * day + 1),
+        at(persistent, day),
+        at(untold, 12 * day),
+    ];
+    store.record_runner_jobs(jobs, 100 * 365 * day).await.unwrap();
+    let aggregates = store.fleet_aggregates(10 * day, 5 * day).await.unwrap();
+    assert_eq!(aggregates.totals, JobTotals { jobs: 5, self_hosted: 4, self_hosted_single_use: 4 }, "p1 is older");
+    let mut tiers = aggregates.tiers.clone();
+    tiers.sort_by(|a, b| a.tier.cmp(&b.tier));
+    assert_eq!(
+        tiers,
+        [
+            TierJobs { tier: None, jobs: 1, roles_granted: 0 },
+            TierJobs { tier: Some("ephemeral".into()), jobs: 4, roles_granted: 5 }
+        ]
+    );
+    let mut days = aggregates.days.clone();
+    days.sort_by(|a, b| (a.day, &a.tier).cmp(&(b.day, &b.tier)));
+    let ephemeral = Some("ephemeral".to_owned());
+    assert_eq!(
+        days,
+        [
+            DayJobs { day: 10, tier: ephemeral.clone(), jobs: 1 },
+            DayJobs { day: 11, tier: ephemeral, jobs: 3 },
+            DayJobs { day: 12, tier: None, jobs: 1 }
+        ]
+    );
+    let runner = |key: Option<&str>| aggregates.runners.iter().find(|r| r.runner_key.as_deref() == key).unwrap();
+    assert_eq!(aggregates.runners.len(), 3, "{:?}", aggregates.runners);
+    let r1 = runner(Some("r1"));
+    assert_eq!((r1.jobs, r1.repositories, r1.single_use_jobs, r1.first_seen), (2, 2, 2, 10 * day + 5));
+    let r2 = runner(Some("r2"));
+    assert_eq!(r2.runner_name.as_deref(), Some("r2"), "the first name told, though its first job told none");
+    assert_eq!((r2.last_seen, r2.tier.as_deref(), r2.single_use), (11 * day + 1, Some("ephemeral"), true));
+    assert_eq!(runner(None).jobs, 1);
+    assert_eq!(aggregates.stale_persistent, 1, "p1, last seen before the cut-off");
+}
+
+/// Every kind of refusal is counted against its runner (or against no runner when none is
+/// known), one row a runner, reason and day however many attempts; the window is in days.
+async fn refusals_are_counted_per_runner_reason_and_day(subject: Subject) {
+    let store = subject.store;
+    let day = 86_400;
+    let refusal = |runner: Option<&str>, reason: &'static str, seen_at: i64| RunnerRefusal {
+        issuer: "github".into(),
+        runner_key: runner.map(str::to_owned),
+        reason,
+        seen_at,
+    };
+    let mut refusals =
+        vec![refusal(Some("r1"), "replayed", 20 * day + 1), refusal(Some("r1"), "replayed", 20 * day + 2)];
+    for reason in ["job_ended", "ci_unavailable", "runner_reused", "runner_unknown", "policy"] {
+        refusals.push(refusal(Some("r2"), reason, 21 * day));
+    }
+    refusals.push(refusal(None, "runner_unknown", 21 * day));
+    refusals.push(refusal(Some("r1"), "replayed", 5 * day));
+    store.record_runner_refusals(&refusals, 100 * 365 * day).await.unwrap();
+    store.record_runner_refusals(&refusals[..1], 100 * 365 * day).await.unwrap();
+    let count = |runner: Option<&str>, reason: &str, attempts| RefusalCount {
+        issuer: "github".into(),
+        runner_key: runner.map(str::to_owned),
+        reason: reason.into(),
+        attempts,
+    };
+    let counted = store.runner_refusals_since(20 * day + 3600).await.unwrap();
+    let mut expected = vec![count(None, "runner_unknown", 1), count(Some("r1"), "replayed", 3)];
+    for reason in ["ci_unavailable", "job_ended", "policy", "runner_reused", "runner_unknown"] {
+        expected.push(count(Some("r2"), reason, 1));
+    }
+    let mut counted_sorted = counted.clone();
+    counted_sorted.sort_by(|a, b| (&a.runner_key, &a.reason).cmp(&(&b.runner_key, &b.reason)));
+    assert_eq!(counted_sorted, expected, "the day of 20 * day + 3600 counts whole; day 5 does not");
+    assert_eq!(store.runner_refusals_since(0).await.unwrap().iter().map(|c| c.attempts).sum::<i64>(), 10);
 }

@@ -93,6 +93,7 @@ token_env = "TEST_BUILDKITE_WEBHOOK_TOKEN"
 [lifecycle]
 sweep_interval = "1s"
 claim_timeout = "3s"
+fleet_refresh_interval = "1s"
 
 [audit]
 file = "audit.jsonl"

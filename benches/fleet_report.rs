@@ -1,0 +1,114 @@
+//! The fleet report at fleet scale: seeds N judged jobs through the store's own write path
+//! (`record_runner_jobs`, as the broker's batching task calls it) spread over 30 days, one runner
+//! per 50 jobs and 2,000 repositories, then times the report as `runners report` and the
+//! background refresh of `/metrics` compute it, and prints the process's peak RSS before and
+//! after. Run: `cargo bench --bench fleet_report [-- JOBS]` (SQLite in a temp dir), or with
+//! `FLEET_BENCH_URL=postgres://…` against an empty PostgreSQL database.
+//! `cargo test --bench fleet_report -- --bench JOBS` runs it without a release build; `--rows`
+//! also reads every judged job's row, as the report did before the store aggregated it.
+
+use std::time::Instant;
+
+use ci_creds::clock::now;
+use ci_creds::fleet;
+use ci_creds::store::{RunnerJob, Store};
+
+const DAY: i64 = 24 * 3600;
+const BATCH: usize = 4096;
+
+#[tokio::main]
+async fn main() {
+    // Only `--bench` starts it: `cargo test --all-targets` runs this file too.
+    if !std::env::args().any(|arg| arg == "--bench") {
+        return;
+    }
+    let jobs: usize = std::env::args().filter_map(|arg| arg.parse().ok()).next().unwrap_or(100_000);
+    let dir = tempfile::tempdir().unwrap();
+    let url = std::env::var("FLEET_BENCH_URL")
+        .unwrap_or_else(|_| format!("sqlite://{}", dir.path().join("store.db").display()));
+    let store = Store::connect(&url).await.unwrap();
+    let runners = (jobs / 50).max(1);
+    let now = now();
+
+    let started = Instant::now();
+    let mut batch = Vec::with_capacity(BATCH);
+    for n in 0..jobs {
+        let runner = n % runners;
+        let self_hosted = !runner.is_multiple_of(4);
+        let single_use = self_hosted && !runner.is_multiple_of(3);
+        batch.push(RunnerJob {
+            issuer: if runner.is_multiple_of(5) { "gitlab" } else { "github" }.into(),
+            job_id: format!("job-{n}"),
+            repository: format!("org/repo-{}", (n * 7) % 2000),
+            runner_key: Some(format!("{runner}/runner-{runner}")),
+            runner_name: Some(format!("runner-{runner}")),
+            runner_group: Some(format!("group-{}", runner % 20)),
+            runner_environment: Some(if self_hosted { "self-hosted" } else { "github-hosted" }.into()),
+            tier: Some(
+                if single_use {
+                    "ephemeral"
+                } else if self_hosted {
+                    "persistent"
+                } else {
+                    "hosted"
+                }
+                .into(),
+            ),
+            single_use,
+            roles_granted: 1,
+            refused: n.is_multiple_of(97),
+            seen_at: now - (n as i64 * 30 * DAY / jobs as i64),
+        });
+        if batch.len() == BATCH {
+            store.record_runner_jobs(std::mem::take(&mut batch), 90 * DAY).await.unwrap();
+        }
+    }
+    store.record_runner_jobs(batch, 90 * DAY).await.unwrap();
+    println!(
+        "seeded {jobs} judged jobs on {runners} runners in {:.1?} ({url_kind})",
+        started.elapsed(),
+        url_kind = kind(&url)
+    );
+
+    let rss_before = peak_rss_kib();
+    for round in 1..=3 {
+        let started = Instant::now();
+        let report = fleet::read(&store, now - 30 * DAY, now).await.unwrap();
+        let table = fleet::render_report(&report, fleet::Format::Table);
+        let json = fleet::render_report(&report, fleet::Format::Json);
+        println!(
+            "round {round}: report of {} jobs, {} runners in {:.1?} (table {} KiB, JSON {} KiB)",
+            report.summary.jobs,
+            report.runners.len(),
+            started.elapsed(),
+            table.len() / 1024,
+            json.len() / 1024
+        );
+    }
+    println!("peak RSS: {} MiB after seeding, {} MiB after the reports", rss_before / 1024, peak_rss_kib() / 1024);
+    if std::env::args().any(|arg| arg == "--rows") {
+        // What the report read before it was aggregated by the store: every judged job's row.
+        let started = Instant::now();
+        let rows = store.runner_jobs_since(now - 30 * DAY).await.unwrap();
+        println!(
+            "reading every row as before: {} rows in {:.1?}, peak RSS {} MiB",
+            rows.len(),
+            started.elapsed(),
+            peak_rss_kib() / 1024
+        );
+    }
+}
+
+fn kind(url: &str) -> &'static str {
+    if url.starts_with("postgres") { "postgres" } else { "sqlite" }
+}
+
+/// The process's peak resident set (`VmHWM`), KiB.
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
