@@ -17,15 +17,6 @@ use crate::metrics;
 use crate::store::{JobState, LeaseState};
 
 const JOB_STATES: [JobState; 2] = [JobState::Active, JobState::Ended];
-const LEASE_STATES: [LeaseState; 6] = [
-    LeaseState::Pending,
-    LeaseState::Active,
-    LeaseState::Revoking,
-    LeaseState::Revoked,
-    LeaseState::Expired,
-    LeaseState::Failed,
-];
-
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses(
         (status = 200, description = "Prometheus text format", content_type = "text/plain; version=0.0.4", body = String),
@@ -48,7 +39,7 @@ pub async fn scrape(State(broker): State<Arc<Broker>>) -> Result<Response, ApiEr
 async fn record_counts(broker: &Broker) {
     let stats = &broker.revocations.stats;
     metrics::revocations(stats.done.load(Ordering::Relaxed), stats.retried.load(Ordering::Relaxed));
-    for state in LEASE_STATES {
+    for state in LeaseState::ALL {
         match broker.store.count_leases(state).await {
             Ok(count) => metrics::leases(state.as_str(), count, state == LeaseState::Revoking),
             Err(error) => tracing::warn!(%error, "metrics: cannot count leases"),

@@ -19,16 +19,17 @@ pub enum LeaseState {
     Failed,
 }
 
-const ALL_STATES: [LeaseState; 6] = [
-    LeaseState::Pending,
-    LeaseState::Active,
-    LeaseState::Revoking,
-    LeaseState::Revoked,
-    LeaseState::Expired,
-    LeaseState::Failed,
-];
-
 impl LeaseState {
+    /// Every state, as metrics list them.
+    pub const ALL: [LeaseState; 6] = [
+        LeaseState::Pending,
+        LeaseState::Active,
+        LeaseState::Revoking,
+        LeaseState::Revoked,
+        LeaseState::Expired,
+        LeaseState::Failed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",
@@ -51,7 +52,7 @@ impl FromStr for LeaseState {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ALL_STATES.into_iter().find(|state| state.as_str() == s).ok_or_else(|| format!("unknown lease state `{s}`"))
+        Self::ALL.into_iter().find(|state| state.as_str() == s).ok_or_else(|| format!("unknown lease state `{s}`"))
     }
 }
 
