@@ -269,7 +269,7 @@ impl RunnerFacts {
 
     /// The facts as a job's runner, each tagged with this report's source.
     pub fn to_runner(&self) -> Runner {
-        let source = if self.source == "ci_api" { FactSource::CiApi } else { FactSource::Webhook };
+        let source = if self.source == FactSource::CiApi.as_str() { FactSource::CiApi } else { FactSource::Webhook };
         let told = |value: &Option<String>| value.clone().map(|v| Sourced::new(v, source));
         Runner {
             id: told(&self.id),

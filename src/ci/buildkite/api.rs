@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::ci::JobLocator;
 use crate::ci::api::{JobApi, JobReport, Liveness, check_about_job, header_number};
-use crate::job::{Job, MAX_LABELS, RunnerFacts, bounded_fact};
+use crate::job::{FactSource, Job, MAX_LABELS, RunnerFacts, bounded_fact};
 use crate::net::path_segment;
 
 pub struct RestApi;
@@ -102,7 +102,7 @@ impl JobApi for RestApi {
                 name: agent.name,
                 group,
                 queue,
-                source: "ci_api".to_owned(),
+                source: FactSource::CiApi.as_str().to_owned(),
                 ..RunnerFacts::default()
             }
             .bounded()

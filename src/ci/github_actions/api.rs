@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::runner::GithubRunner;
 use crate::ci::JobLocator;
 use crate::ci::api::{JobApi, JobReport, Liveness, check_about_job, header_number, until_epoch};
-use crate::job::{Job, bounded_fact};
+use crate::job::{FactSource, Job, bounded_fact};
 use crate::net::path_segment;
 
 pub struct JobsApi;
@@ -79,7 +79,11 @@ impl JobApi for JobsApi {
             "completed" => Liveness::Finished,
             _ => Liveness::Unknown,
         };
-        Ok(JobReport { liveness, status: bounded_fact(answer.status), runner: answer.runner.facts("ci_api") })
+        Ok(JobReport {
+            liveness,
+            status: bounded_fact(answer.status),
+            runner: answer.runner.facts(FactSource::CiApi.as_str()),
+        })
     }
 
     /// `x-ratelimit-remaining: 0` until `x-ratelimit-reset` (epoch seconds).

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::webhook::FINAL_STATUSES;
 use crate::ci::JobLocator;
 use crate::ci::api::{JobApi, JobReport, Liveness, TokenHeader, check_about_job, header_number, until_epoch};
-use crate::job::{Job, RunnerFacts, bounded_fact};
+use crate::job::{FactSource, Job, RunnerFacts, bounded_fact};
 use crate::net::path_segment;
 
 pub struct JobsApi;
@@ -90,7 +90,7 @@ impl JobApi for JobsApi {
                 labels: tags,
                 runner_type: runner.runner_type,
                 manager,
-                source: "ci_api".to_owned(),
+                source: FactSource::CiApi.as_str().to_owned(),
                 ..RunnerFacts::default()
             }
             .bounded()
