@@ -135,6 +135,11 @@ impl Config {
             if let Some(alg) = issuer.algorithms.iter().find(|alg| !ASYMMETRIC_ALGORITHMS.contains(alg)) {
                 return Err(invalid(key("algorithms"), format!("{alg:?} is not an asymmetric algorithm")));
             }
+            issuer
+                .kind
+                .ci()
+                .check_claim_names(&issuer.claim_names)
+                .map_err(|(role, message)| invalid(key(&format!("claim_names.{role}")), message))?;
         }
         if let Some(vault) = &self.vault {
             check_url_scheme(&vault.address).map_err(|e| invalid("vault.address", e))?;

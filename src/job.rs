@@ -10,11 +10,13 @@ pub enum CiKind {
     Gitlab,
     Buildkite,
     Circleci,
+    Jenkins,
 }
 
 impl CiKind {
-    /// Every CI, in the order `ci-creds get` looks for a job's token.
-    pub const ALL: [CiKind; 4] = [Self::Github, Self::Gitlab, Self::Buildkite, Self::Circleci];
+    /// Every CI, in the order `ci-creds get` looks for a job's token and `ci-creds policy`
+    /// tries their telling claims.
+    pub const ALL: [CiKind; 5] = [Self::Github, Self::Gitlab, Self::Buildkite, Self::Circleci, Self::Jenkins];
 
     /// The CI's name wherever a user sees or writes it: an issuer's `kind`, `[webhooks.<name>]`,
     /// `/v1/webhooks/<name>`, metric labels, audit text and stored records.
@@ -24,6 +26,7 @@ impl CiKind {
             Self::Gitlab => "gitlab",
             Self::Buildkite => "buildkite",
             Self::Circleci => "circleci",
+            Self::Jenkins => "jenkins",
         }
     }
 
@@ -69,6 +72,8 @@ pub enum RunnerKey {
     IdAndName,
     /// The runner manager: the host, where the id names a configuration many hosts share.
     Manager,
+    /// The runner's name, where the CI gives it no id (a Jenkins agent).
+    Name,
 }
 
 /// A trigger that runs with the target repository's trust on behalf of someone who may not have
@@ -106,6 +111,9 @@ pub struct Job {
     pub event: Option<String>,
     pub workflow_ref: Option<String>,
     pub job_workflow_ref: Option<String>,
+    /// The CI's own name for the job the build belongs to, where it has one apart from the
+    /// repository: Jenkins' full name, `octo-org/octo-repo/main`.
+    pub job_name: Option<String>,
     pub runner_environment: Option<String>,
     /// What is known of the runner beyond its environment, each fact with its source.
     pub runner: Runner,
@@ -133,6 +141,7 @@ impl Job {
             },
             RunnerKey::Id => runner.id.as_ref().map(|id| id.value.clone()).ok_or("runner_id"),
             RunnerKey::Manager => runner.manager.as_ref().map(|m| m.value.clone()).ok_or("runner_manager"),
+            RunnerKey::Name => runner.name.as_ref().map(|name| name.value.clone()).ok_or("runner_name"),
             RunnerKey::Unknown => Err("runner_id"),
         }
     }

@@ -44,6 +44,8 @@ pub enum TokenHeader {
     Bearer,
     /// A header of the CI's own, such as GitLab's `PRIVATE-TOKEN`.
     Named(&'static str),
+    /// HTTP Basic: the configured `user` with the token as its password (Jenkins' API tokens).
+    Basic,
 }
 
 /// One CI's job API: where a job's answer lives, how to read it, how to call it.
@@ -73,6 +75,20 @@ pub trait JobApi: Sync {
     /// The pause the CI's own rate-limit headers ask for, beyond `Retry-After` (which the
     /// caller reads for every CI), with `now` in unix seconds.
     fn rate_limit_pause(&self, status: u16, headers: &HeaderMap, now: u64) -> Option<Duration>;
+    /// What an answer of 404 says of the job, for a CI whose API forgets a finished job
+    /// (Jenkins deletes old builds); `None` when a 404 tells nothing, the job's state unknown.
+    fn not_found(&self) -> Option<Liveness> {
+        None
+    }
+    /// Where the API lists which runner runs which job, for a CI whose job answer names no
+    /// runner (Jenkins' computers); asked while the job runs.
+    fn runners_path(&self) -> Option<&'static str> {
+        None
+    }
+    /// The runner running the job at `locator`, from an answer of `runners_path`.
+    fn find_runner(&self, _locator: &JobLocator, _body: &[u8]) -> Result<Option<RunnerFacts>, String> {
+        Ok(None)
+    }
     /// Where the API describes the runner with `runner_id` when a job answer names it without its
     /// labels; `None` when the answer is all there is.
     fn runner_labels_path(&self, _locator: &JobLocator, _runner_id: &str) -> Option<String> {

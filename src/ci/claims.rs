@@ -11,6 +11,9 @@ pub enum ClaimsError {
     Missing(&'static str),
     #[error("the token's claims do not have the documented types: {0}")]
     WrongType(String),
+    /// The claims are well-formed but describe no job this issuer may speak for.
+    #[error("the token's claims are refused: {0}")]
+    Refused(String),
 }
 
 /// Decodes the CI-specific claims strictly: a claim of another JSON type than documented is

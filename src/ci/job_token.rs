@@ -12,6 +12,8 @@ pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 pub enum JobToken {
     /// In this environment variable.
     Env(&'static str),
+    /// In the file whose path this environment variable holds.
+    FileNamedIn(&'static str),
     /// Asked from the CI for the broker's audience, a fresh token each time, so a retry is not
     /// refused as a replay.
     Asked(Box<dyn AskToken>),

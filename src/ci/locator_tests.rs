@@ -35,6 +35,8 @@ fn a_token_without_the_coordinates_gives_no_locator() {
     let string_number = json!({"organization_slug": "acme", "pipeline_slug": "app", "build_number": "7"});
     assert!(JobLocator::of(&job(CiKind::Buildkite, "acme/app", string_number)).is_err());
     assert!(JobLocator::of(&job(CiKind::Circleci, "o/p", json!({}))).is_err());
+    let root = json!({"iss": "https://jenkins.example.com/oidc", "sub": "https://jenkins.example.com/"});
+    assert!(JobLocator::of(&job(CiKind::Jenkins, "o/p", root)).is_err());
 }
 
 #[test]
@@ -51,10 +53,18 @@ fn a_locator_reads_back_as_it_was_stored() {
 
 #[test]
 fn each_ci_s_locator_is_tagged_with_the_ci_s_name() {
-    let claims =
-        json!({"job_project_id": "20", "organization_slug": "acme", "pipeline_slug": "app", "build_number": 7});
+    let claims = json!({
+        "job_project_id": "20",
+        "organization_slug": "acme",
+        "pipeline_slug": "app",
+        "build_number": 7,
+        "iss": "https://jenkins.example.com/oidc",
+        "sub": "https://jenkins.example.com/job/octo-org/job/octo-repo/",
+    });
     for kind in CiKind::ALL.into_iter().filter(|kind| kind.ci().api.is_some()) {
-        let locator = JobLocator::of(&job(kind, "octo-org/octo-repo", claims.clone())).unwrap();
+        let mut job = job(kind, "octo-org/octo-repo", claims.clone());
+        job.run_id = Some("7".into());
+        let locator = JobLocator::of(&job).unwrap();
         assert_eq!(locator.kind(), kind);
         assert_eq!(serde_json::to_value(&locator).unwrap()["ci"], kind.name());
     }

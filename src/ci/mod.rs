@@ -12,6 +12,7 @@ mod circleci;
 mod claims;
 mod github_actions;
 mod gitlab;
+mod jenkins;
 mod job_token;
 mod step_output;
 mod webhook;
@@ -34,6 +35,8 @@ pub use job_token::{AskToken, Asking, Env, JobToken};
 pub use step_output::StepOutput;
 pub use webhook::{Verdict, WebhookError};
 
+use std::collections::BTreeMap;
+
 use http::HeaderMap;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
@@ -47,10 +50,14 @@ pub struct Ci {
     pub title: &'static str,
     /// The documented `iss` of the CI's hosted service, if it has one.
     pub hosted_issuer: Option<&'static str>,
-    /// A claim only this CI's tokens carry: how `ci-creds policy` tells a claim set's CI.
+    /// A claim that tells this CI's tokens from those of the CIs before it in `CiKind::ALL`:
+    /// how `ci-creds policy` guesses a claim set's CI.
     pub telling_claim: &'static str,
-    /// The job a verified token's claims describe; the first argument is the issuer's name.
-    map_claims: fn(&str, &Value) -> Result<Job, ClaimsError>,
+    /// The claims the mapping reads whose names each issuer's admin chooses, with the names
+    /// it reads when `[issuers.claim_names]` does not say.
+    pub claim_roles: &'static [ClaimRole],
+    /// The job a verified token's claims describe.
+    map_claims: fn(&Issuer<'_>, &Value) -> Result<Job, ClaimsError>,
     /// The key of `[webhooks.<name>]` that names the env var holding the webhook's secret.
     pub webhook_secret_key: &'static str,
     /// What `/v1/webhooks/<name>` takes, for the OpenAPI document.
@@ -67,10 +74,61 @@ pub struct Ci {
     pub step_output: Option<StepOutput>,
 }
 
+/// A claim a CI's mapping reads under a name the issuer's admin may choose (Jenkins' claim
+/// templates): `[issuers.claim_names] <role> = "<claim>"`.
+pub struct ClaimRole {
+    pub role: &'static str,
+    /// The claim read when the issuer does not name one.
+    pub default: &'static str,
+    /// What the claim must hold, for the docs and config errors.
+    pub meaning: &'static str,
+}
+
+/// The configured issuer a token's claims are mapped for.
+#[derive(Clone, Copy)]
+pub struct Issuer<'a> {
+    /// What policy rules call it.
+    pub name: &'a str,
+    /// `[issuers.claim_names]`: the claim each role is read from, where not the default.
+    pub claim_names: &'a BTreeMap<String, String>,
+}
+
+impl<'a> Issuer<'a> {
+    /// An issuer whose claims have their CI's default names.
+    pub fn named(name: &'a str) -> Self {
+        static NONE: BTreeMap<String, String> = BTreeMap::new();
+        Self { name, claim_names: &NONE }
+    }
+
+    /// The claim that holds `role`.
+    pub fn claim(&self, role: &ClaimRole) -> &'a str {
+        self.claim_names.get(role.role).map_or(role.default, String::as_str)
+    }
+}
+
 impl Ci {
-    /// The job a verified token's `claims` describe; `issuer` is the configured issuer's name.
-    pub fn job(&self, issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
+    /// The job a verified token's `claims` describe, for the configured `issuer`.
+    pub fn job(&self, issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
         (self.map_claims)(issuer, claims)
+    }
+
+    /// Checks an issuer's `[issuers.claim_names]`: each key a role this CI has, each value a
+    /// claim name. The error names the key.
+    pub fn check_claim_names(&self, names: &BTreeMap<String, String>) -> Result<(), (String, String)> {
+        for (role, claim) in names {
+            if !self.claim_roles.iter().any(|known| known.role == role) {
+                let roles: Vec<&str> = self.claim_roles.iter().map(|known| known.role).collect();
+                let message = match roles.is_empty() {
+                    true => format!("{} tokens have no claims whose names an issuer chooses", self.title),
+                    false => format!("is not one of {}", roles.join(", ")),
+                };
+                return Err((role.clone(), message));
+            }
+            if claim.is_empty() {
+                return Err((role.clone(), "must name a claim".to_owned()));
+            }
+        }
+        Ok(())
     }
 
     /// Authenticates a delivery with the configured `secret`, and reads what it asks for.
@@ -97,6 +155,7 @@ impl CiKind {
             Self::Gitlab => &gitlab::CI,
             Self::Buildkite => &buildkite::CI,
             Self::Circleci => &circleci::CI,
+            Self::Jenkins => &jenkins::CI,
         }
     }
 }
@@ -110,6 +169,7 @@ pub enum JobLocator {
     Github(github_actions::Locator),
     Gitlab(gitlab::Locator),
     Buildkite(buildkite::Locator),
+    Jenkins(jenkins::Locator),
 }
 
 impl JobLocator {
@@ -124,6 +184,7 @@ impl JobLocator {
             Self::Github(_) => CiKind::Github,
             Self::Gitlab(_) => CiKind::Gitlab,
             Self::Buildkite(_) => CiKind::Buildkite,
+            Self::Jenkins(_) => CiKind::Jenkins,
         }
     }
 
@@ -134,6 +195,7 @@ impl JobLocator {
             Self::Github(at) => at.path(),
             Self::Gitlab(at) => at.path(),
             Self::Buildkite(at) => at.path(),
+            Self::Jenkins(at) => at.path(),
         }
     }
 
@@ -167,8 +229,9 @@ mod tests {
             (CiKind::Gitlab, "gitlab-token-claims.json", RunnerKey::Manager),
             (CiKind::Buildkite, "buildkite-token-claims.json", RunnerKey::Id),
             (CiKind::Circleci, "circleci-token-claims.json", RunnerKey::Unknown),
+            (CiKind::Jenkins, "jenkins-token-claims.json", RunnerKey::Name),
         ] {
-            let job = kind.ci().job(kind.name(), &claims(fixture)).unwrap();
+            let job = kind.ci().job(&super::Issuer::named(kind.name()), &claims(fixture)).unwrap();
             assert_eq!((job.kind, job.runner_key_by), (Some(kind), key), "{fixture}");
         }
     }

@@ -10,13 +10,14 @@ use secrecy::SecretString;
 use super::Error;
 use super::config::{CiApiConfig, CiApisConfig, OnUnavailable};
 use super::http;
-use crate::ci::{AppTokenError, AppTokens, JobApi, JobLocator, JobReport};
+use crate::ci::{AppTokenError, AppTokens, JobApi, JobLocator, JobReport, Liveness};
 use crate::env_secret::secret_from_env;
 use crate::identity::IssuerConfig;
-use crate::job::CiKind;
+use crate::job::{CiKind, RunnerFacts};
 
 enum Credentials {
-    Token(SecretString),
+    /// A fixed token, with the user it belongs to where the API takes HTTP Basic.
+    Token { user: Option<String>, token: SecretString },
     /// An App's installation tokens, for a CI whose API `takes_app`.
     App(Box<AppTokens>),
 }
@@ -71,9 +72,9 @@ impl CiApi {
             locator.path().ok_or(Error::NoLocator { api, reason: "the job's coordinates are not path segments" })?;
         let url = format!("{}{path}", self.api_url);
         let answer = match &self.credentials {
-            Credentials::Token(token) => http::get(&self.http, self.api, &url, token).await,
+            Credentials::Token { user, token } => http::get(&self.http, self.api, &url, user.as_deref(), token).await,
             Credentials::App(tokens) => match tokens.token_for(locator).await {
-                Ok(token) => http::get(&self.http, self.api, &url, &token.0).await,
+                Ok(token) => http::get(&self.http, self.api, &url, None, &token.0).await,
                 Err(AppTokenError::Paused { seconds }) => Err(Error::Paused { api, seconds }),
                 Err(AppTokenError::Refused(reason)) => Err(Error::Auth { api, reason }),
             },
@@ -87,29 +88,68 @@ impl CiApi {
             Err(error) => return Err(error),
         };
         *pause = answer.pause;
-        let mut report = match answer.status {
-            200 => self.api.read_answer(locator, &answer.body).map_err(|reason| Error::Malformed { api, reason })?,
-            status => return Err(Error::Status { api, status }),
+        let mut report = match (answer.status, self.api.not_found()) {
+            (200, _) => {
+                self.api.read_answer(locator, &answer.body).map_err(|reason| Error::Malformed { api, reason })?
+            }
+            (404, Some(liveness)) => JobReport { liveness, status: "not found".into(), runner: None },
+            (status, _) => return Err(Error::Status { api, status }),
         };
+        let Credentials::Token { user, token } = &self.credentials else { return Ok(report) };
         if let Some(runner) = report.runner.as_mut().filter(|runner| runner.labels.is_empty())
             && let Some(runner_id) = runner.id.clone()
             && let Some(path) = self.api.runner_labels_path(locator, &runner_id)
-            && let Credentials::Token(token) = &self.credentials
         {
-            runner.labels = self.runner_labels(runner_id, path, token).await;
+            runner.labels = self.runner_labels(runner_id, path, user.as_deref(), token).await;
+        }
+        if report.runner.is_none()
+            && report.liveness == Liveness::Running
+            && let Some(path) = self.api.runners_path()
+        {
+            report.runner = self.running_on(locator, path, user.as_deref(), token).await;
         }
         Ok(report)
     }
 
+    /// The runner the API's list of runners shows running the job. Unreadable means unknown:
+    /// a condition on the runner is false.
+    async fn running_on(
+        &self,
+        locator: &JobLocator,
+        path: &str,
+        user: Option<&str>,
+        token: &SecretString,
+    ) -> Option<RunnerFacts> {
+        let api = self.api.name();
+        let url = format!("{}{path}", self.api_url);
+        let found = match http::get(&self.http, self.api, &url, user, token).await {
+            Ok(answer) if answer.status == 200 => {
+                self.api.find_runner(locator, &answer.body).map_err(|reason| Error::Malformed { api, reason })
+            }
+            Ok(answer) => Err(Error::Status { api, status: answer.status }),
+            Err(error) => Err(error),
+        };
+        found.unwrap_or_else(|error| {
+            tracing::warn!(issuer = %self.issuer, %error, "cannot tell which runner runs the job");
+            None
+        })
+    }
+
     /// A runner's labels, cached per runner. Unreadable means none: the labels stay unknown, and
     /// a condition on them is false.
-    async fn runner_labels(&self, runner_id: String, path: String, token: &SecretString) -> Vec<String> {
+    async fn runner_labels(
+        &self,
+        runner_id: String,
+        path: String,
+        user: Option<&str>,
+        token: &SecretString,
+    ) -> Vec<String> {
         let api = self.api.name();
         let asked = self
             .runner_labels
             .try_get_with(runner_id, async {
                 let url = format!("{}{path}", self.api_url);
-                let answer = http::get(&self.http, self.api, &url, token).await?;
+                let answer = http::get(&self.http, self.api, &url, user, token).await?;
                 match answer.status {
                     200 => self
                         .api
@@ -181,7 +221,9 @@ fn build(name: &str, kind: CiKind, table: &CiApiConfig) -> Result<CiApi, Error> 
                 .map_err(|message| config_error("private_key_env", message))?;
             Credentials::App(Box::new(tokens))
         }
-        (None, None, Some(token_env)) => Credentials::Token(secret("token_env", token_env)?),
+        (None, None, Some(token_env)) => {
+            Credentials::Token { user: table.user.clone(), token: secret("token_env", token_env)? }
+        }
         _ => return Err(config_error("token_env", "give either token_env, or app_id with private_key_env".into())),
     };
     let calls_per_minute = table.max_calls_per_minute.unwrap_or_else(|| api.default_calls_per_minute());

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::ci::TokenHeader;
 use crate::job::CiKind;
 use crate::net::check_url_scheme;
 
@@ -24,9 +25,13 @@ pub struct CiApiConfig {
     #[serde(default)]
     pub private_key_env: Option<String>,
     /// The env var holding a token: GitHub (instead of an App) with actions:read, GitLab
-    /// `read_api`, Buildkite `read_builds`.
+    /// `read_api`, Buildkite `read_builds`, Jenkins the API token of `user`.
     #[serde(default)]
     pub token_env: Option<String>,
+    /// Jenkins only: the user whose API token `token_env` holds (HTTP Basic). It needs
+    /// Overall/Read and Job/Read on every job whose builds get credentials.
+    #[serde(default)]
+    pub user: Option<String>,
     /// Ask the CI at each exchange, before any lease is written.
     #[serde(default = "yes")]
     pub check_running: bool,
@@ -78,6 +83,17 @@ impl CiApiConfig {
                 return invalid("app_id", &format!("only a {} issuer's API takes an App", app_ci_title()));
             }
             (false, false, None) => return invalid("token_env", "is required: the env var holding a read token"),
+        }
+        let basic = api.token_header() == TokenHeader::Basic;
+        match (&self.user, basic) {
+            (None, true) => return invalid("user", "is required: the user whose API token token_env holds"),
+            (Some(user), true) if user.is_empty() || user.contains(':') => {
+                return invalid("user", "must be a user name, without `:`");
+            }
+            (Some(_), false) => {
+                return invalid("user", &format!("{} takes a token alone, with no user", api.name()));
+            }
+            _ => {}
         }
         if !(1..=60).contains(&self.timeout_seconds) {
             return invalid("timeout_seconds", "must be from 1 to 60");

@@ -36,6 +36,7 @@ impl TokenSource {
         if let Some(found) = CiKind::ALL.into_iter().find_map(|kind| kind.ci().job_token(&env)) {
             return Ok(match found {
                 JobToken::Env(name) => Self::Env(name.to_owned()),
+                JobToken::FileNamedIn(name) => Self::File(env(name).unwrap_or_default().into()),
                 JobToken::Asked(ask) => Self::Asked(ask),
             });
         }

@@ -28,6 +28,7 @@ impl From<crate::ci::ClaimsError> for Error {
         match error {
             crate::ci::ClaimsError::Missing(claim) => Self::MissingClaim(claim),
             crate::ci::ClaimsError::WrongType(reason) => Self::WrongClaimType(reason),
+            crate::ci::ClaimsError::Refused(reason) => Self::Invalid(reason),
         }
     }
 }

@@ -3,13 +3,25 @@
 
 use serde_json::Value;
 
-use super::{Error, claims};
+use super::{Error, IssuerConfig, claims};
+use crate::ci::Issuer;
 use crate::job::{CiKind, Job};
 
-/// Maps already-trusted claims onto a job of issuer `issuer` (the configured name policy uses).
+/// Maps already-trusted claims onto a job of the issuer named `issuer` (the name policy uses),
+/// whose claims have their CI's default names.
+pub fn job_from_claims(kind: CiKind, issuer: &str, claims: Value) -> Result<Job, Error> {
+    map(kind, &Issuer::named(issuer), claims)
+}
+
+/// Maps already-trusted claims onto a job of the configured `issuer`, reading the claims its
+/// `claim_names` say.
+pub fn job_from_issuer_claims(issuer: &IssuerConfig, claims: Value) -> Result<Job, Error> {
+    map(issuer.kind, &Issuer { name: &issuer.name, claim_names: &issuer.claim_names }, claims)
+}
+
 /// `token_id` and `expires_at` come from `jti` and `exp` when present; the verifier sets its own.
 /// The claims are kept in the job (for `claims:` conditions), so they are taken, not copied.
-pub fn job_from_claims(kind: CiKind, issuer: &str, claims: Value) -> Result<Job, Error> {
+fn map(kind: CiKind, issuer: &Issuer<'_>, claims: Value) -> Result<Job, Error> {
     let mut job = kind.ci().job(issuer, &claims)?;
     if let Some(jti) = claims.get("jti").and_then(Value::as_str) {
         job.token_id = format!("jti:{jti}");

@@ -9,9 +9,10 @@ mod verifier;
 
 pub use error::Error;
 pub use keys::{FixedKeys, KeyStore, REFRESH_COOLDOWN};
-pub use mapping::job_from_claims;
+pub use mapping::{job_from_claims, job_from_issuer_claims};
 pub use verifier::{MAX_TOKEN_BYTES, Verifier, token_sha256};
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jsonwebtoken::Algorithm;
@@ -38,6 +39,10 @@ pub struct IssuerConfig {
     /// live longer, or one without `iat`, is refused. Without it, any lifetime `exp` allows.
     #[serde(default, deserialize_with = "crate::duration::human_optional")]
     pub max_token_lifetime: Option<Duration>,
+    /// `[issuers.claim_names]`: which claim holds each of the values the CI's mapping reads under
+    /// a name the issuer's admin chooses (Jenkins' claim templates), where not the default.
+    #[serde(default)]
+    pub claim_names: BTreeMap<String, String>,
 }
 
 fn default_algorithms() -> Vec<Algorithm> {

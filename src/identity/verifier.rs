@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::claims::Registered;
 use super::keys::FixedKeys;
-use super::{Error, IssuerConfig, KeyStore, job_from_claims};
+use super::{Error, IssuerConfig, KeyStore, job_from_issuer_claims};
 use crate::job::Job;
 use crate::net::HttpClient;
 
@@ -104,7 +104,7 @@ impl Verifier {
         let registered = Registered::of(&claims)?;
         check_issued_at(registered.iat)?;
         check_lifetime(issuer, registered.iat, registered.exp)?;
-        let mut job = job_from_claims(issuer.kind, &issuer.name, claims)?;
+        let mut job = job_from_issuer_claims(issuer, claims)?;
         job.token_id = match registered.jti {
             Some(jti) if !jti.is_empty() => format!("jti:{jti}"),
             _ => format!("sha256:{}", token_sha256(token)),

@@ -46,10 +46,13 @@ fn lint_rule(rule: &Rule, backend: BackendKind, tiers: &[&str], warn: &mut impl 
     let has = |field: Field| find(rule, &field).is_some();
     let pinned_by_name = has(Field::Repository) || has(Field::Owner);
     let pinned_by_id = has(Field::RepositoryId) || has(Field::OwnerId);
-    if !pinned_by_name && !pinned_by_id {
+    // A Jenkins job has no id: its full name on the pinned controller is all there is.
+    if has(Field::JobName) {
+        // Pinned as far as Jenkins allows.
+    } else if !pinned_by_name && !pinned_by_id {
         warn(
             "the rule has no repository or owner condition: any repository the issuer serves can match it".into(),
-            "add `repository_id:` (or `owner_id:` for an organisation-wide rule)",
+            "add `repository_id:` (or `owner_id:` for an organisation-wide rule; `job_name:` for Jenkins)",
         );
     } else if has(Field::Repository) && !has(Field::RepositoryId) {
         warn(

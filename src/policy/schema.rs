@@ -122,6 +122,8 @@ struct ConditionsShape {
     event: Option<ValueShape>,
     workflow_ref: Option<ValueShape>,
     job_workflow_ref: Option<ValueShape>,
+    /// Jenkins: the job's full name, `octo-org/octo-repo/main`.
+    job_name: Option<ValueShape>,
     runner_environment: Option<ValueShape>,
     /// GitHub: from the CI's API or a webhook; GitLab: the token's (a configuration, not a host);
     /// Buildkite: the token's `agent_id`.

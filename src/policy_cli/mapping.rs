@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Error, read};
-use crate::identity::{IssuerConfig, job_from_claims};
+use crate::identity::{IssuerConfig, job_from_issuer_claims};
 use crate::job::{CiKind, Job};
 
 /// How claims are mapped onto an issuer.
@@ -40,8 +40,10 @@ pub fn parse_kind(text: &str) -> Result<CiKind, String> {
 
 pub(super) fn map(claims: &Value, choice: &MappingChoice) -> Result<Mapped, Error> {
     let iss = claims.get("iss").and_then(Value::as_str);
-    let (issuer, kind, how) = match choice {
-        MappingChoice::Explicit { issuer, kind } => (issuer.clone(), *kind, "given by --issuer and --kind".to_owned()),
+    let (issuer, how) = match choice {
+        MappingChoice::Explicit { issuer, kind } => {
+            (defaults(issuer.clone(), *kind), "given by --issuer and --kind".to_owned())
+        }
         MappingChoice::Config(path) => {
             let iss = iss.ok_or_else(|| Error::Mapping("the claims have no `iss`".into()))?;
             let found = config_issuers(path)?.into_iter().find(|i| i.issuer == iss).ok_or_else(|| {
@@ -51,7 +53,7 @@ pub(super) fn map(claims: &Value, choice: &MappingChoice) -> Result<Mapped, Erro
                 ))
             })?;
             let how = format!("iss `{iss}` found in {}", path.display());
-            (found.name, found.kind, how)
+            (found, how)
         }
         MappingChoice::Infer => {
             let (kind, why) = infer(iss, claims).ok_or_else(|| {
@@ -60,17 +62,31 @@ pub(super) fn map(claims: &Value, choice: &MappingChoice) -> Result<Mapped, Erro
                         .into(),
                 )
             })?;
-            let issuer = kind.name().to_owned();
             let how = format!(
-                "inferred from {why}; issuer name `{issuer}` assumed (pass --config or --issuer if the broker names it differently)"
+                "inferred from {why}; issuer name `{}` assumed (pass --config or --issuer if the broker names it differently)",
+                kind.name()
             );
-            (issuer, kind, how)
+            (defaults(kind.name().to_owned(), kind), how)
         }
     };
-    let job = job_from_claims(kind, &issuer, claims.clone())
+    let kind = issuer.kind;
+    let job = job_from_issuer_claims(&issuer, claims.clone())
         .map_err(|source| Error::Identity { kind: kind.name(), source })?;
-    let how = format!("issuer `{issuer}`, kind {}: {how}", kind.name());
+    let how = format!("issuer `{}`, kind {}: {how}", issuer.name, kind.name());
     Ok(Mapped { job, how })
+}
+
+/// An issuer known only by its name and kind: its claims have the CI's default names.
+fn defaults(name: String, kind: CiKind) -> IssuerConfig {
+    IssuerConfig {
+        name,
+        kind,
+        issuer: String::new(),
+        jwks_url: None,
+        algorithms: Vec::new(),
+        max_token_lifetime: None,
+        claim_names: Default::default(),
+    }
 }
 
 fn config_issuers(path: &Path) -> Result<Vec<IssuerConfig>, Error> {

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, required};
 use crate::job::{CiKind, FactSource, Job, MAX_LABELS, Runner, RunnerKey, Sourced, bounded_fact};
 
@@ -24,7 +25,7 @@ struct Claims {
     queue_key: Option<String>,
 }
 
-pub fn job(issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
+pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
     let c: Claims = decode(claims)?;
     let organization = required(c.organization_slug, "organization_slug")?;
     let pipeline = required(c.pipeline_slug, "pipeline_slug")?;
@@ -51,7 +52,7 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
         },
         // An agent id names one agent process, on one host.
         runner_key_by: RunnerKey::Id,
-        ..Job::new(issuer, required(c.job_id, "job_id")?, format!("{organization}/{pipeline}"))
+        ..Job::new(issuer.name, required(c.job_id, "job_id")?, format!("{organization}/{pipeline}"))
     })
 }
 

@@ -14,6 +14,7 @@ pub const CI: Ci = Ci {
     title: "Buildkite",
     hosted_issuer: Some("https://agent.buildkite.com"),
     telling_claim: "pipeline_slug",
+    claim_roles: &[],
     map_claims: claims::job,
     webhook_secret_key: "token_env",
     webhook_summary: "Buildkite `job.finished` deliveries, by `X-Buildkite-Token` or `X-Buildkite-Signature`.",

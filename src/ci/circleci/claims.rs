@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, required};
 use crate::job::{CiKind, Job};
 
@@ -23,7 +24,7 @@ struct Claims {
     pipeline_id: Option<String>,
 }
 
-pub fn job(issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
+pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
     let c: Claims = decode(claims)?;
     let ref_type = c.vcs_ref.as_deref().and_then(|r| {
         if r.starts_with("refs/heads/") {
@@ -42,7 +43,7 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
         git_ref: c.vcs_ref,
         ref_type,
         ..Job::new(
-            issuer,
+            issuer.name,
             required(c.job_id, "oidc.circleci.com/job-id")?,
             required(c.vcs_origin, "oidc.circleci.com/vcs-origin")?,
         )

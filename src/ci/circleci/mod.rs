@@ -12,6 +12,7 @@ pub const CI: Ci = Ci {
     title: "CircleCI",
     hosted_issuer: Some("https://oidc.circleci.com/org"),
     telling_claim: "oidc.circleci.com/job-id",
+    claim_roles: &[],
     map_claims: claims::job,
     webhook_secret_key: "secret_env",
     webhook_summary: "CircleCI `job-completed` deliveries, signed with `circleci-signature: v1=…`.",

@@ -3,6 +3,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, required};
 use crate::job::{CiKind, DangerousTrigger, Job, RunnerKey};
 
@@ -29,7 +30,7 @@ struct Claims {
     run_attempt: Option<String>,
 }
 
-pub fn job(issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
+pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
     let c: Claims = decode(claims)?;
     let dangerous_trigger = c
         .event_name
@@ -53,6 +54,6 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
         // A runner id is reused once its runner is removed; with the name it names one host.
         runner_key_by: RunnerKey::IdAndName,
         dangerous_trigger,
-        ..Job::new(issuer, required(c.check_run_id, "check_run_id")?, required(c.repository, "repository")?)
+        ..Job::new(issuer.name, required(c.check_run_id, "check_run_id")?, required(c.repository, "repository")?)
     })
 }

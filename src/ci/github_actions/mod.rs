@@ -20,6 +20,7 @@ pub const CI: Ci = Ci {
     title: "GitHub",
     hosted_issuer: Some("https://token.actions.githubusercontent.com"),
     telling_claim: "check_run_id",
+    claim_roles: &[],
     map_claims: claims::job,
     webhook_secret_key: "secret_env",
     webhook_summary: "GitHub `workflow_job` deliveries, signed with `X-Hub-Signature-256`.",

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, full_ref, required, string_bool};
 use crate::job::{CiKind, DangerousTrigger, FactSource, Job, Runner, RunnerKey, Sourced};
 
@@ -29,7 +30,7 @@ struct Claims {
     runner_id: Option<u64>,
 }
 
-pub fn job(issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
+pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
     let c: Claims = decode(claims)?;
     let repository = required(c.job_project_path, "job_project_path")?;
     let dangerous_trigger = c
@@ -59,6 +60,6 @@ pub fn job(issuer: &str, claims: &Value) -> Result<Job, ClaimsError> {
         // (`system_id`) is the host.
         runner_key_by: RunnerKey::Manager,
         dangerous_trigger,
-        ..Job::new(issuer, required(c.job_id, "job_id")?, repository)
+        ..Job::new(issuer.name, required(c.job_id, "job_id")?, repository)
     })
 }

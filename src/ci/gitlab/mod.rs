@@ -13,6 +13,7 @@ pub const CI: Ci = Ci {
     title: "GitLab",
     hosted_issuer: Some("https://gitlab.com"),
     telling_claim: "job_project_path",
+    claim_roles: &[],
     map_claims: claims::job,
     webhook_secret_key: "token_env",
     webhook_summary: "GitLab Job Hook deliveries, authenticated by `X-Gitlab-Token`.",

@@ -30,6 +30,10 @@ pub struct WebhookConfig {
     /// HMAC key).
     #[serde(default)]
     pub token_env: Option<String>,
+    /// The env var holding `user:password`, for a CI that sends HTTP Basic credentials (Jenkins'
+    /// Notification plugin, from the user-info of the URL it is given).
+    #[serde(default)]
+    pub credentials_env: Option<String>,
 }
 
 impl WebhookConfig {
@@ -38,17 +42,22 @@ impl WebhookConfig {
     pub fn secret_env(&self, kind: CiKind) -> Result<&str, (String, String)> {
         let wanted = kind.ci().webhook_secret_key;
         let key = |field: &str| format!("webhooks.{}.{field}", kind.name());
-        let (value, other, other_value) = if wanted == "secret_env" {
-            (&self.secret_env, "token_env", &self.token_env)
-        } else {
-            (&self.token_env, "secret_env", &self.secret_env)
-        };
-        if other_value.is_some() {
-            return Err((key(other), format!("{} webhooks take `{wanted}`, not `{other}`", kind.ci().title)));
+        let keys = [
+            ("secret_env", &self.secret_env),
+            ("token_env", &self.token_env),
+            ("credentials_env", &self.credentials_env),
+        ];
+        let mut value = None;
+        for (field, given) in keys {
+            match given {
+                Some(env) if field == wanted => value = Some(env.as_str()),
+                Some(_) => {
+                    return Err((key(field), format!("{} webhooks take `{wanted}`, not `{field}`", kind.ci().title)));
+                }
+                None => {}
+            }
         }
-        value
-            .as_deref()
-            .ok_or_else(|| (key(wanted), "is required: the env var holding the webhook's secret".to_owned()))
+        value.ok_or_else(|| (key(wanted), "is required: the env var holding the webhook's secret".to_owned()))
     }
 }
 

@@ -1,0 +1,33 @@
+//! Jenkins: tokens of the `oidc-provider` plugin, the Notification plugin's deliveries, the
+//! REST API's builds and computers, and a `withCredentials` binding inside a build. A build is
+//! the job: `<full name>#<number>`.
+
+mod api;
+mod claims;
+mod job_token;
+mod job_url;
+mod webhook;
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;
+
+pub use api::Locator;
+
+use super::Ci;
+
+pub const CI: Ci = Ci {
+    title: "Jenkins",
+    hosted_issuer: None,
+    // After Buildkite in `CiKind::ALL`, whose tokens carry a `build_number` too.
+    telling_claim: "build_number",
+    claim_roles: claims::ROLES,
+    map_claims: claims::job,
+    webhook_secret_key: "credentials_env",
+    webhook_summary: "Jenkins Notification plugin deliveries (`COMPLETED`, `FINALIZED`), by HTTP Basic credentials.",
+    read_delivery: webhook::read,
+    api: Some(&api::RestApi),
+    find_job_token: job_token::find,
+    job_token_hint: "$CI_CREDS_ID_TOKEN or $CI_CREDS_ID_TOKEN_FILE (Jenkins `withCredentials`)",
+    step_output: None,
+};

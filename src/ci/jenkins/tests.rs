@@ -1,0 +1,246 @@
+//! Jenkins' claims, Notification deliveries and API answers as the broker reads them, from the
+//! fixtures of build 42 of `octo-org/octo-repo/main`.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use http::{HeaderMap, HeaderValue};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+
+use crate::ci::{ClaimsError, Issuer, JobLocator, Liveness, Verdict, WebhookError};
+use crate::job::{CiKind, DangerousTrigger, FactSource, RunnerKey};
+
+const BUILD_URL: &str = "https://jenkins.example.com/job/octo-org/job/octo-repo/job/main/42/";
+
+fn fixture(name: &str) -> Vec<u8> {
+    let dir = std::env::var_os("CI_CREDS_FIXTURES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+    std::fs::read(dir.join(name)).expect("fixture readable")
+}
+
+fn claims() -> Value {
+    serde_json::from_slice(&fixture("jenkins-token-claims.json")).unwrap()
+}
+
+fn with(mut claims: Value, pairs: &[(&str, Value)]) -> Value {
+    for (name, value) in pairs {
+        match value {
+            Value::Null => claims.as_object_mut().unwrap().remove(*name),
+            value => claims.as_object_mut().unwrap().insert((*name).to_owned(), value.clone()),
+        };
+    }
+    claims
+}
+
+fn map(claims: &Value) -> Result<crate::job::Job, ClaimsError> {
+    CiKind::Jenkins.ci().job(&Issuer::named("jenkins"), claims)
+}
+
+#[test]
+fn a_multibranch_build_is_its_job_s_build_in_the_project_s_repository_on_its_branch() {
+    let job = map(&claims()).unwrap();
+    assert_eq!(job.job_id, "octo-org/octo-repo/main#42");
+    assert_eq!(job.job_name.as_deref(), Some("octo-org/octo-repo/main"));
+    assert_eq!(job.run_id.as_deref(), Some("42"));
+    assert_eq!(job.repository, "octo-org/octo-repo");
+    assert_eq!(job.git_ref.as_deref(), Some("refs/heads/main"));
+    assert_eq!(job.ref_type.as_deref(), Some("branch"));
+    assert_eq!((job.event, job.dangerous_trigger), (None, None));
+    assert_eq!(job.runner_environment.as_deref(), Some("self-hosted"));
+    assert_eq!(job.runner_key_by, RunnerKey::Name);
+}
+
+#[test]
+fn with_the_default_templates_the_repository_is_the_job_s_full_name() {
+    let defaults = with(claims(), &[("branch", Value::Null), ("commit", Value::Null), ("build_url", Value::Null)]);
+    let job = map(&defaults).unwrap();
+    assert_eq!(
+        (job.job_id.as_str(), job.repository.as_str()),
+        ("octo-org/octo-repo/main#42", "octo-org/octo-repo/main")
+    );
+    assert_eq!(job.git_ref, None);
+    let as_string = with(defaults, &[("build_number", json!("42"))]);
+    assert_eq!(map(&as_string).unwrap().run_id.as_deref(), Some("42"));
+}
+
+#[test]
+fn a_branch_named_with_a_slash_comes_out_whole_and_a_branch_the_url_does_not_name_is_refused() {
+    let sub = "https://jenkins.example.com/job/octo-org/job/octo-repo/job/feature%252Fx/";
+    let job = map(&with(claims(), &[("sub", json!(sub)), ("branch", json!("feature/x"))])).unwrap();
+    assert_eq!(job.job_id, "octo-org/octo-repo/feature%2Fx#42");
+    assert_eq!((job.repository.as_str(), job.git_ref.as_deref()), ("octo-org/octo-repo", Some("refs/heads/feature/x")));
+
+    for (sub, branch) in [
+        ("https://jenkins.example.com/job/octo-org/job/octo-repo/job/main/", "release"),
+        (sub, "feature%2Fx"),
+        ("https://jenkins.example.com/job/main/", "main"),
+    ] {
+        let refused = map(&with(claims(), &[("sub", json!(sub)), ("branch", json!(branch))]));
+        assert!(matches!(refused, Err(ClaimsError::Refused(_))), "{sub} {branch}: {refused:?}");
+    }
+}
+
+#[test]
+fn a_token_that_names_no_job_below_its_controller_is_refused() {
+    for sub in [
+        "https://jenkins.example.com/",
+        "https://jenkins.example.com",
+        "https://other.example.com/job/octo-org/job/octo-repo/job/main/",
+        "https://jenkins.example.com.evil.com/job/octo-org/job/octo-repo/job/main/",
+        "http://jenkins.example.com/job/octo-org/job/octo-repo/job/main/",
+        "https://jenkins.example.com/job/octo-org/job/../job/main/",
+    ] {
+        let refused = map(&with(claims(), &[("sub", json!(sub))]));
+        assert!(matches!(refused, Err(ClaimsError::Refused(_))), "{sub}: {refused:?}");
+    }
+    let outside_a_build = with(claims(), &[("build_number", Value::Null)]);
+    assert!(matches!(map(&outside_a_build), Err(ClaimsError::Refused(_))));
+    for wrong in [json!(-1), json!(4.2), json!("4x"), json!(""), json!(true)] {
+        let refused = map(&with(claims(), &[("build_number", wrong.clone())]));
+        assert!(matches!(refused, Err(ClaimsError::WrongType(_))), "{wrong}: {refused:?}");
+    }
+}
+
+#[test]
+fn a_folder_s_issuer_speaks_only_for_the_jobs_inside_its_folder() {
+    let folder = "https://jenkins.example.com/oidc/job/octo-org";
+    assert!(map(&with(claims(), &[("iss", json!(folder))])).is_ok());
+    let elsewhere = with(
+        claims(),
+        &[
+            ("iss", json!("https://jenkins.example.com/oidc/job/octo-org")),
+            ("sub", json!("https://jenkins.example.com/job/other-org/job/octo-repo/job/main/")),
+        ],
+    );
+    assert!(matches!(map(&elsewhere), Err(ClaimsError::Refused(_))));
+}
+
+#[test]
+fn a_change_request_build_is_a_dangerous_trigger_with_no_branch_ref() {
+    let sub = "https://jenkins.example.com/job/octo-org/job/octo-repo/job/PR-7/";
+    for extra in [("change_id", json!("7")), ("change_fork", json!("mallory"))] {
+        let job = map(&with(claims(), &[("sub", json!(sub)), ("branch", json!("PR-7")), extra.clone()])).unwrap();
+        assert_eq!(job.event.as_deref(), Some("change_request"), "{extra:?}");
+        assert_eq!(job.dangerous_trigger, Some(DangerousTrigger::Event("change_request".into())));
+        assert_eq!(job.git_ref, None);
+    }
+}
+
+#[test]
+fn the_claims_an_admin_names_otherwise_are_read_under_those_names() {
+    let names: BTreeMap<String, String> =
+        [("branch", "git_branch"), ("node_name", "agent"), ("build_number", "number")]
+            .map(|(role, claim)| (role.to_owned(), claim.to_owned()))
+            .into();
+    let renamed = with(
+        claims(),
+        &[
+            ("branch", Value::Null),
+            ("build_number", Value::Null),
+            ("git_branch", json!("main")),
+            ("number", json!(42)),
+            ("agent", json!("linux-agent-1")),
+        ],
+    );
+    let issuer = Issuer { name: "jenkins", claim_names: &names };
+    let job = CiKind::Jenkins.ci().job(&issuer, &renamed).unwrap();
+    assert_eq!((job.repository.as_str(), job.git_ref.as_deref()), ("octo-org/octo-repo", Some("refs/heads/main")));
+    let name = job.runner.name.unwrap();
+    assert_eq!((name.value.as_str(), name.source), ("linux-agent-1", FactSource::Token));
+
+    assert!(CiKind::Jenkins.ci().check_claim_names(&names).is_ok());
+    let unknown: BTreeMap<String, String> = [("repository".to_owned(), "repo".to_owned())].into();
+    assert_eq!(CiKind::Jenkins.ci().check_claim_names(&unknown).unwrap_err().0, "repository");
+    assert!(CiKind::Github.ci().check_claim_names(&names).is_err());
+}
+
+fn notification(credentials: Option<&str>, body: &[u8]) -> Result<Verdict, WebhookError> {
+    let mut headers = HeaderMap::new();
+    if let Some(credentials) = credentials {
+        let value = format!("Basic {}", STANDARD.encode(credentials));
+        headers.insert("authorization", HeaderValue::from_str(&value).unwrap());
+    }
+    CiKind::Jenkins.ci().read_webhook(&headers, body, &SecretString::from("ci-creds:s3cret"))
+}
+
+#[test]
+fn a_notification_with_the_configured_credentials_ends_its_build_and_any_other_is_refused() {
+    let completed = fixture("jenkins-notification-completed.json");
+    let ended = notification(Some("ci-creds:s3cret"), &completed).unwrap();
+    assert_eq!(ended, Verdict::End { job_id: "octo-org/octo-repo/main#42".into(), delivery_id: None, runner: None });
+    for wrong in [Some("ci-creds:s3cre"), Some("ci-creds:s3cret "), Some("other:s3cret"), Some(""), None] {
+        assert_eq!(notification(wrong, &completed), Err(WebhookError::InvalidSignature), "{wrong:?}");
+    }
+    let mut bearer = HeaderMap::new();
+    bearer.insert("authorization", HeaderValue::from_static("Bearer ci-creds:s3cret"));
+    let refused = CiKind::Jenkins.ci().read_webhook(&bearer, &completed, &SecretString::from("ci-creds:s3cret"));
+    assert_eq!(refused, Err(WebhookError::InvalidSignature));
+}
+
+#[test]
+fn only_completed_and_finalized_end_a_build_and_a_delivery_about_no_job_is_refused() {
+    let mut delivery: Value = serde_json::from_slice(&fixture("jenkins-notification-completed.json")).unwrap();
+    for (phase, ends) in [("QUEUED", false), ("STARTED", false), ("COMPLETED", true), ("FINALIZED", true)] {
+        delivery["build"]["phase"] = json!(phase);
+        let verdict = notification(Some("ci-creds:s3cret"), &serde_json::to_vec(&delivery).unwrap()).unwrap();
+        assert_eq!(matches!(verdict, Verdict::End { .. }), ends, "{phase}");
+        assert_eq!(matches!(verdict, Verdict::Ignore(_)), !ends, "{phase}");
+    }
+    for (field, value) in [("url", json!("job/../job/x/")), ("url", json!("https://jenkins.example.com/"))] {
+        let mut hostile = delivery.clone();
+        hostile[field] = value;
+        let refused = notification(Some("ci-creds:s3cret"), &serde_json::to_vec(&hostile).unwrap());
+        assert!(matches!(refused, Err(WebhookError::InvalidRequest(_))), "{field}");
+    }
+    let mut other_build = delivery.clone();
+    other_build["build"]["url"] = json!("job/octo-org/job/octo-repo/job/main/41/");
+    let refused = notification(Some("ci-creds:s3cret"), &serde_json::to_vec(&other_build).unwrap());
+    assert!(matches!(refused, Err(WebhookError::InvalidRequest(_))));
+}
+
+fn located() -> JobLocator {
+    let job = crate::identity::job_from_claims(CiKind::Jenkins, "jenkins", claims()).unwrap();
+    JobLocator::of(&job).unwrap()
+}
+
+#[test]
+fn the_api_is_asked_at_the_build_s_own_path_and_its_answers_say_whether_it_runs() {
+    let locator = located();
+    let JobLocator::Jenkins(at) = &locator else { panic!("a Jenkins locator") };
+    assert_eq!(at.build_url, BUILD_URL);
+    assert_eq!(
+        locator.path().as_deref(),
+        Some("/job/octo-org/job/octo-repo/job/main/42/api/json?tree=number,url,building,result")
+    );
+    let api = CiKind::Jenkins.ci().api.unwrap();
+    let running = api.read_answer(&locator, &fixture("jenkins-api-build-running.json")).unwrap();
+    assert_eq!((running.liveness, running.status.as_str()), (Liveness::Running, "building"));
+    let finished = api.read_answer(&locator, &fixture("jenkins-api-build-finished.json")).unwrap();
+    assert_eq!((finished.liveness, finished.status.as_str()), (Liveness::Finished, "SUCCESS"));
+    assert_eq!(api.not_found(), Some(Liveness::Finished));
+
+    let mut other: Value = serde_json::from_slice(&fixture("jenkins-api-build-running.json")).unwrap();
+    other["number"] = json!(41);
+    assert!(api.read_answer(&locator, &serde_json::to_vec(&other).unwrap()).is_err());
+    other["number"] = json!(42);
+    other["url"] = json!("https://jenkins.example.com/job/other/job/octo-repo/job/main/42/");
+    assert!(api.read_answer(&locator, &serde_json::to_vec(&other).unwrap()).is_err());
+}
+
+#[test]
+fn the_agent_is_the_one_whose_executor_runs_the_build() {
+    let locator = located();
+    let api = CiKind::Jenkins.ci().api.unwrap();
+    let agent = api.find_runner(&locator, &fixture("jenkins-api-computer.json")).unwrap().unwrap();
+    assert_eq!(agent.name.as_deref(), Some("linux-agent-1"));
+    assert_eq!(agent.labels, ["linux", "linux-agent-1"]);
+    assert_eq!(agent.source, "ci_api");
+
+    let mut computers: Value = serde_json::from_slice(&fixture("jenkins-api-computer.json")).unwrap();
+    computers["computer"][1]["executors"][0]["currentExecutable"]["url"] =
+        json!("https://jenkins.example.com/job/x/job/octo-org/job/octo-repo/job/main/42/");
+    assert_eq!(api.find_runner(&locator, &serde_json::to_vec(&computers).unwrap()).unwrap(), None);
+}

@@ -1,0 +1,61 @@
+//! The Notification plugin's deliveries: JSON for each phase of a build, authenticated only by
+//! the HTTP Basic credentials in the endpoint URL the plugin is given. Nothing is signed, and
+//! the job's own Jenkinsfile can change or drop the endpoint, so a delivery can end a build (the
+//! safe direction) but tells nothing else the broker keeps.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use http::HeaderMap;
+use secrecy::SecretString;
+use serde::Deserialize;
+
+use super::claims::job_id;
+use super::job_url::items;
+use crate::ci::webhook::{Verdict, WebhookError, header, parse, token_matches};
+use crate::job::bounded_fact;
+
+#[derive(Deserialize)]
+struct Delivery {
+    /// The job's URL below the root: `job/octo-org/job/octo-repo/job/main/`.
+    url: String,
+    build: Build,
+}
+
+#[derive(Deserialize)]
+struct Build {
+    number: u64,
+    phase: String,
+    /// The build's URL below the root, when sent: `…/job/main/42/`.
+    #[serde(default)]
+    url: Option<String>,
+}
+
+/// `credentials` is `user:password`, as in the endpoint URL's user-info.
+pub fn read(headers: &HeaderMap, body: &[u8], credentials: &SecretString) -> Result<Verdict, WebhookError> {
+    if !authentic(headers, credentials) {
+        return Err(WebhookError::InvalidSignature);
+    }
+    let delivery: Delivery = parse(body)?;
+    let build = delivery.build;
+    if build.phase != "COMPLETED" && build.phase != "FINALIZED" {
+        return Ok(Verdict::Ignore(format!("phase `{}` is not an end", bounded_fact(build.phase))));
+    }
+    let full_name = items(&delivery.url)
+        .ok_or_else(|| WebhookError::InvalidRequest("`url` is not a job's URL below the root".into()))?
+        .join("/");
+    if build.url.is_some_and(|url| url != format!("{}{}/", delivery.url, build.number)) {
+        return Err(WebhookError::InvalidRequest("`build.url` is not build `build.number` of job `url`".into()));
+    }
+    Ok(Verdict::End { job_id: job_id(&full_name, build.number), delivery_id: None, runner: None })
+}
+
+/// `Authorization: Basic …` holding exactly the configured `user:password`, compared in
+/// constant time.
+fn authentic(headers: &HeaderMap, credentials: &SecretString) -> bool {
+    let Some(encoded) = header(headers, "authorization").and_then(|value| value.strip_prefix("Basic ")) else {
+        return false;
+    };
+    let Ok(decoded) = STANDARD.decode(encoded.trim()) else { return false };
+    let Ok(presented) = String::from_utf8(decoded) else { return false };
+    token_matches(credentials, &presented)
+}
