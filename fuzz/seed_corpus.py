@@ -14,6 +14,7 @@ FUZZ = Path(__file__).resolve().parent
 ROOT = FUZZ.parent
 FIXTURES = Path(os.environ.get("FIXTURES", ROOT.parent / "shared" / "fixtures"))
 ISSUER = "https://token.fuzz.example"  # fuzz/src/token.rs
+JENKINS_ISSUER = ISSUER + "/oidc"
 AUDIENCE = "https://ci-creds.fuzz.example"
 FAR_FUTURE = 4102444800  # 2100-01-01: mode-2 payloads are signed as written, never made live
 CLAIMS_MODE, KEEP_ISS, KEEP_AUD, KEEP_EXP, SET_TIMES = 1, 4, 7, 13, 25  # 1 + 3 * flag bits
@@ -48,7 +49,7 @@ def edited(claims, **changes):
     return claims
 
 
-def token_seeds(target, claims, variants):
+def token_seeds(target, claims, variants, issuer=ISSUER):
     write(target, "fixture", bytes([CLAIMS_MODE]) + compact(claims))
     for name, changed in variants.items():
         write(target, name, bytes([CLAIMS_MODE]) + compact(changed))
@@ -60,7 +61,7 @@ def token_seeds(target, claims, variants):
     write(target, "keep-exp-huge", bytes([KEEP_EXP]) + compact(edited(claims, exp=2**63 - 1)))
     write(target, "times-now", bytes([SET_TIMES]) + compact(claims))
     write(target, "not-an-object", bytes([CLAIMS_MODE]) + b"[1,2,3]")
-    live = edited(claims, iss=ISSUER, aud=AUDIENCE, exp=FAR_FUTURE)
+    live = edited(claims, iss=issuer, aud=AUDIENCE, exp=FAR_FUTURE)
     payload = compact(live)
     headers = {
         "header-es256": {"alg": "ES256", "typ": "JWT", "kid": "fuzz"},
@@ -127,6 +128,22 @@ def tokens():
         "no-vcs-origin": edited(circleci, **{prefix + "vcs-origin": None}),
         "numeric-job-id": edited(circleci, **{prefix + "job-id": 8}),
     })
+    # Jenkins names jobs below its controller's root: the fixture's host becomes the target's.
+    jenkins = json.loads(json.dumps(fixture("jenkins-token-claims.json")).replace("https://jenkins.example.com", ISSUER))
+    job = ISSUER + "/job/octo-org/job/octo-repo/job/"
+    token_seeds("token_jenkins", jenkins, {
+        "default-templates": edited(jenkins, branch=None, commit=None, build_url=None),
+        "branch-with-slash": edited(jenkins, sub=job + "feature%252Fx/", branch="feature/x"),
+        "branch-disagrees": edited(jenkins, branch="release"),
+        "change-request": edited(jenkins, sub=job + "PR-7/", branch="PR-7", change_id="7", change_fork="mallory"),
+        "root-url": edited(jenkins, sub=ISSUER + "/", build_number=None),
+        "other-host": edited(jenkins, sub="https://jenkins.evil.example/job/octo-org/job/octo-repo/job/main/"),
+        "dot-item": edited(jenkins, sub=ISSUER + "/job/octo-org/job/%2E%2E/job/main/"),
+        "build-number-string": edited(jenkins, build_number="42"),
+        "build-number-negative": edited(jenkins, build_number=-1),
+        "aud-string": edited(jenkins, aud=AUDIENCE),
+        "node-name": edited(jenkins, node_name="linux-agent-1"),
+    }, issuer=JENKINS_ISSUER)
 
 
 def delivery(flags, headers, body):
@@ -184,6 +201,17 @@ def webhooks():
     write(target, "several-versions", delivery(0, event + [("circleci-signature", "v2=ab,v1=" + "00" * 32 + ",v1=zz")],
                                                compact(completed)))
     write(target, "unsigned", delivery(0, event, compact(completed)))
+
+    completed = fixture("jenkins-notification-completed.json")
+    target = "webhook_jenkins"
+    write(target, "completed", delivery(1, [], compact(completed)))
+    write(target, "finalized", delivery(1, [], compact(dict(completed, build=dict(completed["build"], phase="FINALIZED")))))
+    write(target, "started", delivery(1, [], compact(dict(completed, build=dict(completed["build"], phase="STARTED")))))
+    write(target, "other-build-url", delivery(1, [], compact(dict(completed, build=dict(completed["build"], url="job/x/41/")))))
+    write(target, "url-climbs", delivery(1, [], compact(dict(completed, url="job/octo-org/job/../"))))
+    wrong = base64.b64encode(b"ci-creds:not-the-password").decode()
+    write(target, "wrong-credentials", delivery(0, [("Authorization", "Basic " + wrong)], compact(completed)))
+    write(target, "unauthenticated", delivery(0, [], compact(completed)))
 
 
 def credentials_requests():
@@ -263,7 +291,13 @@ def configs():
         "unknown-key": head + 'colour = "blue"\n' + issuer + vault,
         "no-issuers": head + "issuers = []\n" + vault,
         "plain-http-issuer": head + issuer.replace("https://token.actions", "http://token.actions") + vault,
-        "unknown-kind": head + issuer.replace('kind = "github"', 'kind = "jenkins"') + vault,
+        "unknown-kind": head + issuer.replace('kind = "github"', 'kind = "teamcity"') + vault,
+        "jenkins": head + '[[issuers]]\nname = "jenkins"\nkind = "jenkins"\nissuer = "https://jenkins.example.com/oidc"\n'
+                   'max_token_lifetime = "15m"\n[issuers.claim_names]\nbranch = "git_branch"\n' + vault
+                   + '[webhooks.jenkins]\nissuer = "jenkins"\ncredentials_env = "JENKINS_WEBHOOK_CREDENTIALS"\n'
+                     '[ci_api.jenkins]\napi_url = "https://jenkins.example.com"\nuser = "ci-creds"\ntoken_env = "T"\n',
+        "jenkins-unknown-claim-role": head + '[[issuers]]\nname = "j"\nkind = "jenkins"\nissuer = "https://j.example/oidc"\n'
+                                      '[issuers.claim_names]\nrepository = "repo"\n' + vault,
         "symmetric-alg": head + issuer + 'algorithms = ["HS256"]\n' + vault,
         "not-sqlite": head.replace("sqlite://", "mysql://") + issuer + vault,
         "webhook-wrong-kind": head + issuer + '[webhooks.gitlab]\nissuer = "github"\ntoken_env = "T"\n',
@@ -318,6 +352,8 @@ def ci_answers():
         answer = fixture(name)
         for state in states:
             write("ci_answer", f"{name.split('-')[0]}-{state}", bytes([selector]) + compact(dict(answer, **{field: state})))
+    for name in ["jenkins-api-build-running.json", "jenkins-api-build-finished.json"]:
+        write("ci_answer", name.removesuffix(".json"), bytes([3]) + compact(fixture(name)))
     write("ci_answer", "github-completed-fixture", bytes([0]) + compact(fixture("github-api-job-completed.json")))
     write("ci_answer", "gitlab-success-fixture", bytes([1]) + compact(fixture("gitlab-api-job-success.json")))
     write("ci_answer", "not-json", b"\0<html>502 Bad Gateway</html>")

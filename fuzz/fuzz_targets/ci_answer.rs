@@ -9,14 +9,42 @@ use ci_creds::job::{CiKind, Job};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 
-/// Where the broker would ask about `job_id` of `kind`.
-fn located(kind: CiKind, job_id: &str) -> JobLocator {
+/// Where the broker would ask about job `job_id` of `kind` (a Jenkins build by its number);
+/// `None` for a Jenkins build that is not a number.
+fn located(kind: CiKind, job_id: &str) -> Option<JobLocator> {
     let mut job = Job::new("ci", job_id, "octo-org/octo-repo");
     job.kind = Some(kind);
     job.repository_id = Some("20".into());
-    let claims = json!({"organization_slug": "acme-inc", "pipeline_slug": "app", "build_number": 1});
+    job.run_id = Some(job_id.to_owned());
+    let claims = json!({
+        "organization_slug": "acme-inc",
+        "pipeline_slug": "app",
+        "build_number": 1,
+        "iss": "https://jenkins.example.com/oidc",
+        "sub": "https://jenkins.example.com/job/octo-org/job/octo-repo/job/main/",
+    });
     job.claims = claims.as_object().cloned().unwrap_or_default();
-    JobLocator::of(&job).expect("every CI with a job API locates this job")
+    let located = JobLocator::of(&job);
+    assert!(located.is_ok() || kind == CiKind::Jenkins, "every CI with a job API locates this job");
+    located.ok()
+}
+
+/// How an answer names its job: a Jenkins build by its `number`, every other job by `id`.
+fn named(kind: CiKind, body: &[u8]) -> String {
+    let field = if kind == CiKind::Jenkins { "number" } else { "id" };
+    match serde_json::from_slice::<Value>(body).ok().map(|answer| answer[field].clone()) {
+        Some(Value::String(id)) => id,
+        Some(Value::Number(id)) => id.to_string(),
+        _ => "unnamed".to_owned(),
+    }
+}
+
+/// Another job than `named`, of the same shape.
+fn another(kind: CiKind, named: &str) -> String {
+    match kind {
+        CiKind::Jenkins => named.parse::<u64>().map_or(1, |number| number.wrapping_add(1)).to_string(),
+        _ => format!("{named}-other"),
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -24,14 +52,12 @@ fuzz_target!(|data: &[u8]| {
     let Some((&selector, body)) = data.split_first() else { return };
     let kind = kinds[usize::from(selector) % kinds.len()];
     let api = kind.ci().api.expect("a job API");
-    let named = match serde_json::from_slice::<Value>(body).ok().map(|answer| answer["id"].clone()) {
-        Some(Value::String(id)) => id,
-        Some(Value::Number(id)) => id.to_string(),
-        _ => "unnamed".to_owned(),
-    };
-    let another = format!("{named}-other");
-    assert!(api.read_answer(&located(kind, &another), body).is_err(), "an answer about another job was read");
-    let Ok(report) = api.read_answer(&located(kind, &named), body) else { return };
+    let named = named(kind, body);
+    if let Some(other) = located(kind, &another(kind, &named)) {
+        assert!(api.read_answer(&other, body).is_err(), "an answer about another job was read");
+    }
+    let Some(asked) = located(kind, &named) else { return };
+    let Ok(report) = api.read_answer(&asked, body) else { return };
     assert!(matches!(report.liveness, Liveness::Running | Liveness::Finished | Liveness::Unknown));
     assert!(report.status.chars().count() <= 256 && !report.status.chars().any(char::is_control));
     if let Some(runner) = report.runner {

@@ -20,6 +20,16 @@ use serde_json::{Value, json};
 use crate::split_at_first;
 
 pub const ISSUER: &str = "https://token.fuzz.example";
+/// A Jenkins issuer is its controller's root URL and `oidc`: its tokens name jobs below the root.
+pub const JENKINS_ISSUER: &str = "https://token.fuzz.example/oidc";
+
+/// The issuer the target's verifier pins for tokens of `kind`.
+pub fn issuer(kind: CiKind) -> &'static str {
+    match kind {
+        CiKind::Jenkins => JENKINS_ISSUER,
+        _ => ISSUER,
+    }
+}
 pub const AUDIENCE: &str = "https://ci-creds.fuzz.example";
 pub const KEY_ID: &str = "fuzz";
 const POLICY: &str = include_str!("../../policy/example.yaml");
@@ -40,7 +50,7 @@ impl Harness {
     fn new(kind: CiKind) -> Self {
         let name = serde_json::to_value(kind).expect("a CI kind serialises");
         let issuer: IssuerConfig = serde_json::from_value(json!({
-            "name": name, "kind": name, "issuer": ISSUER, "algorithms": ["ES256", "RS256"],
+            "name": name, "kind": name, "issuer": issuer(kind), "algorithms": ["ES256", "RS256"],
         }))
         .expect("a valid issuer config");
         // ES256: signing and verifying each input costs microseconds, not the milliseconds of RSA.
@@ -50,7 +60,7 @@ impl Harness {
         let mut jwk = key.jwk().clone();
         jwk["kid"] = json!(KEY_ID);
         let jwks = json!({ "keys": [jwk] });
-        let keys = FixedKeys::from_jwks([(ISSUER, &jwks)]).expect("the target's own JWKS");
+        let keys = FixedKeys::from_jwks([(issuer(kind), &jwks)]).expect("the target's own JWKS");
         let header = serde_json::to_vec(&json!({ "alg": "ES256", "typ": "JWT", "kid": key.kid })).expect("JSON");
         let policy = PolicySet::parse(&[PolicyFile { path: "policy/example.yaml", text: POLICY }])
             .expect("the example policy loads");
@@ -72,7 +82,7 @@ impl Harness {
         let (&mode, rest) = data.split_first()?;
         let signed = match mode % 3 {
             0 => return std::str::from_utf8(rest).ok().map(|text| (text.to_owned(), None)),
-            1 => self.key.sign_raw(&self.header, &live_claims(rest, mode / 3)),
+            1 => self.key.sign_raw(&self.header, &live_claims(issuer(self.kind), rest, mode / 3)),
             _ => {
                 let (header, payload) = split_at_first(rest, b"\n");
                 self.key.sign_raw(header, payload)
@@ -86,7 +96,7 @@ impl Harness {
 
 /// The claims with `iss`, `aud` and `exp` made live unless `keep` says otherwise; bytes that are
 /// not a JSON object are signed as they are.
-fn live_claims(claims: &[u8], keep: u8) -> Vec<u8> {
+fn live_claims(issuer: &str, claims: &[u8], keep: u8) -> Vec<u8> {
     let Ok(Value::Object(mut claims)) = serde_json::from_slice::<Value>(claims) else {
         return claims.to_vec();
     };
@@ -94,7 +104,7 @@ fn live_claims(claims: &[u8], keep: u8) -> Vec<u8> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_secs() as i64);
     if keep & 1 == 0 {
-        claims.insert("iss".into(), json!(ISSUER));
+        claims.insert("iss".into(), json!(issuer));
     }
     if keep & 2 == 0 {
         claims.insert("aud".into(), json!(AUDIENCE));
@@ -146,6 +156,7 @@ mod tests {
             (CiKind::Gitlab, "token_gitlab"),
             (CiKind::Buildkite, "token_buildkite"),
             (CiKind::Circleci, "token_circleci"),
+            (CiKind::Jenkins, "token_jenkins"),
         ] {
             let harness = Harness::new(kind);
             for seed in ["fixture", "header-es256"] {

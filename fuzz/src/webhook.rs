@@ -2,11 +2,14 @@
 //!
 //! The first byte holds flags; the rest is `Name: value` header lines, an empty line, then the
 //! body, like an HTTP request without its request line. With flag bit 0 the target adds what
-//! authenticates the delivery (a valid signature over the body, or the shared token), so that
+//! authenticates the delivery (a valid signature over the body, the shared token, or Jenkins'
+//! Basic credentials), so that
 //! most inputs reach the body parser; Buildkite's bit 1 picks its token header over a signature.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use ci_creds::ci::Verdict;
 use ci_creds::job::CiKind;
 use hmac::{Hmac, Mac};
@@ -55,6 +58,7 @@ fn authenticate(source: CiKind, flags: u8, headers: &mut HeaderMap, body: &[u8])
         CiKind::Github => ("x-hub-signature-256", format!("sha256={}", hmac_hex(&[body]))),
         CiKind::Gitlab => ("x-gitlab-token", SECRET.to_owned()),
         CiKind::Circleci => ("circleci-signature", format!("v1={}", hmac_hex(&[body]))),
+        CiKind::Jenkins => ("authorization", format!("Basic {}", STANDARD.encode(SECRET))),
         CiKind::Buildkite if flags & 2 != 0 => ("x-buildkite-token", SECRET.to_owned()),
         CiKind::Buildkite => {
             let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
@@ -86,6 +90,7 @@ mod tests {
             (CiKind::Gitlab, "webhook_gitlab", &["success"][..]),
             (CiKind::Buildkite, "webhook_buildkite", &["finished-signed", "finished-token"][..]),
             (CiKind::Circleci, "webhook_circleci", &["completed"][..]),
+            (CiKind::Jenkins, "webhook_jenkins", &["completed", "finalized"][..]),
         ] {
             for seed in seeds {
                 let data = std::fs::read(format!("{}/corpus/{target}/{seed}", env!("CARGO_MANIFEST_DIR"))).unwrap();

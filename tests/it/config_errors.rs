@@ -44,8 +44,38 @@ fn names_the_bad_key() {
         ),
         (
             "unknown kind",
-            format!("{HEAD}{}{vault}", GOOD_ISSUER.replace("kind = \"github\"", "kind = \"jenkins\"")),
-            "jenkins",
+            format!("{HEAD}{}{vault}", GOOD_ISSUER.replace("kind = \"github\"", "kind = \"teamcity\"")),
+            "teamcity",
+        ),
+        (
+            "a claim name for a role the CI does not have",
+            format!(
+                "{HEAD}{}[issuers.claim_names]\nrepository = \"repo\"\n{vault}",
+                GOOD_ISSUER.replace("kind = \"github\"", "kind = \"jenkins\"")
+            ),
+            "issuers[0].claim_names.repository",
+        ),
+        (
+            "Jenkins API without its user",
+            format!(
+                "{HEAD}{}{vault}{}",
+                GOOD_ISSUER.replace("kind = \"github\"", "kind = \"jenkins\""),
+                ci_api("github", "token_env = \"T\"")
+            ),
+            "ci_api.github.user",
+        ),
+        (
+            "a user for an API that takes a token alone",
+            format!("{HEAD}{GOOD_ISSUER}{vault}{}", ci_api("github", "token_env = \"T\"\nuser = \"me\"")),
+            "ci_api.github.user",
+        ),
+        (
+            "Jenkins webhook with a token instead of credentials",
+            format!(
+                "{HEAD}{}{vault}[webhooks.jenkins]\nissuer = \"github\"\ntoken_env = \"T\"\n",
+                GOOD_ISSUER.replace("kind = \"github\"", "kind = \"jenkins\"")
+            ),
+            "webhooks.jenkins.token_env",
         ),
         ("symmetric alg", format!("{HEAD}{GOOD_ISSUER}algorithms = [\"HS256\"]\n{vault}"), "issuers[0].algorithms"),
         (
