@@ -27,10 +27,25 @@ fn job_locators_are_stored_as_tagged_json_and_read_back() {
         json!({"job_id": "j-1", "organization_slug": "acme", "pipeline_slug": "app", "build_number": 7, "exp": 1}),
     )
     .unwrap();
+    let jenkins = job_from_claims(
+        CiKind::Jenkins,
+        "jenkins",
+        json!({
+            "iss": "https://jenkins.example.com/oidc",
+            "sub": "https://jenkins.example.com/job/octo-org/job/octo-repo/job/main/",
+            "build_number": 42,
+            "exp": 1,
+        }),
+    )
+    .unwrap();
     let cases = [
         (&github, r#"{"ci":"github","repository":"octo-org/octo-repo","job_id":"42"}"#),
         (&gitlab, r#"{"ci":"gitlab","project_id":"20","job_id":"302"}"#),
         (&buildkite, r#"{"ci":"buildkite","organization":"acme","pipeline":"app","build_number":7,"job_id":"j-1"}"#),
+        (
+            &jenkins,
+            r#"{"ci":"jenkins","items":["octo-org","octo-repo","main"],"build_number":42,"build_url":"https://jenkins.example.com/job/octo-org/job/octo-repo/job/main/42/"}"#,
+        ),
     ];
     for (job, stored) in cases {
         let locator = JobLocator::of(job).unwrap();
