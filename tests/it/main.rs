@@ -20,6 +20,8 @@ mod github_tokens;
 mod identity_claims;
 mod identity_keys;
 mod identity_tokens;
+mod jenkins;
+mod jenkins_end;
 mod job_end_aws;
 mod job_end_circleci;
 mod job_end_durability;

@@ -8,6 +8,7 @@ pub mod broker;
 pub mod ci_api;
 pub mod ci_job;
 pub mod github_api;
+pub mod jenkins;
 pub mod moto;
 pub mod postgres;
 pub mod proxy;
