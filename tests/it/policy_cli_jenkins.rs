@@ -46,8 +46,14 @@ fn explain_maps_a_build_through_the_config_s_claim_names() {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let text = stdout(&output);
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].starts_with("mapping: issuer `jenkins`, kind jenkins: iss `https://jenkins.example.com/oidc` found in"));
-    assert_eq!(lines[1], "job: jenkins job octo-org/octo-repo/main#42, repository octo-org/octo-repo, ref refs/heads/main");
+    assert!(
+        lines[0]
+            .starts_with("mapping: issuer `jenkins`, kind jenkins: iss `https://jenkins.example.com/oidc` found in")
+    );
+    assert_eq!(
+        lines[1],
+        "job: jenkins job octo-org/octo-repo/main#42, repository octo-org/octo-repo, ref refs/heads/main"
+    );
     assert_eq!(lines[2], "runner: environment self-hosted (token), name linux-agent-1 (token)");
     assert!(text.contains("role deploy: granted"), "{text}");
     assert!(text.contains("held    job_name: octo-org/octo-repo/main  (accepts octo-org/octo-repo/main)"), "{text}");
@@ -91,8 +97,12 @@ tests:
 #[test]
 fn explain_infers_jenkins_from_its_claims() {
     let dir = dir_with(&[("roles.yaml", ROLES)]);
-    let output = ci_creds(&["policy", "explain", "--claims", arg(&fixture("jenkins-token-claims.json")), arg(dir.path())]);
+    let output =
+        ci_creds(&["policy", "explain", "--claims", arg(&fixture("jenkins-token-claims.json")), arg(dir.path())]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let text = stdout(&output);
-    assert!(text.starts_with("mapping: issuer `jenkins`, kind jenkins: inferred from the `build_number` claim"), "{text}");
+    assert!(
+        text.starts_with("mapping: issuer `jenkins`, kind jenkins: inferred from the `build_number` claim"),
+        "{text}"
+    );
 }
