@@ -204,14 +204,15 @@ def webhooks():
 
     completed = fixture("jenkins-notification-completed.json")
     target = "webhook_jenkins"
-    write(target, "completed", delivery(1, [], compact(completed)))
-    write(target, "finalized", delivery(1, [], compact(dict(completed, build=dict(completed["build"], phase="FINALIZED")))))
-    write(target, "started", delivery(1, [], compact(dict(completed, build=dict(completed["build"], phase="STARTED")))))
-    write(target, "other-build-url", delivery(1, [], compact(dict(completed, build=dict(completed["build"], url="job/x/41/")))))
-    write(target, "url-climbs", delivery(1, [], compact(dict(completed, url="job/octo-org/job/../"))))
+    json_type = [("Content-Type", "application/json")]  # the plugin's; a seed needs a header line
+    write(target, "completed", delivery(1, json_type, compact(completed)))
+    write(target, "finalized", delivery(1, json_type, compact(dict(completed, build=dict(completed["build"], phase="FINALIZED")))))
+    write(target, "started", delivery(1, json_type, compact(dict(completed, build=dict(completed["build"], phase="STARTED")))))
+    write(target, "other-build-url", delivery(1, json_type, compact(dict(completed, build=dict(completed["build"], url="job/x/41/")))))
+    write(target, "url-climbs", delivery(1, json_type, compact(dict(completed, url="job/octo-org/job/../"))))
     wrong = base64.b64encode(b"ci-creds:not-the-password").decode()
-    write(target, "wrong-credentials", delivery(0, [("Authorization", "Basic " + wrong)], compact(completed)))
-    write(target, "unauthenticated", delivery(0, [], compact(completed)))
+    write(target, "wrong-credentials", delivery(0, json_type + [("Authorization", "Basic " + wrong)], compact(completed)))
+    write(target, "unauthenticated", delivery(0, json_type, compact(completed)))
 
 
 def credentials_requests():

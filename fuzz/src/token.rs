@@ -24,7 +24,7 @@ pub const ISSUER: &str = "https://token.fuzz.example";
 pub const JENKINS_ISSUER: &str = "https://token.fuzz.example/oidc";
 
 /// The issuer the target's verifier pins for tokens of `kind`.
-pub fn issuer(kind: CiKind) -> &'static str {
+pub fn pinned_issuer(kind: CiKind) -> &'static str {
     match kind {
         CiKind::Jenkins => JENKINS_ISSUER,
         _ => ISSUER,
@@ -50,7 +50,7 @@ impl Harness {
     fn new(kind: CiKind) -> Self {
         let name = serde_json::to_value(kind).expect("a CI kind serialises");
         let issuer: IssuerConfig = serde_json::from_value(json!({
-            "name": name, "kind": name, "issuer": issuer(kind), "algorithms": ["ES256", "RS256"],
+            "name": name, "kind": name, "issuer": pinned_issuer(kind), "algorithms": ["ES256", "RS256"],
         }))
         .expect("a valid issuer config");
         // ES256: signing and verifying each input costs microseconds, not the milliseconds of RSA.
@@ -60,7 +60,7 @@ impl Harness {
         let mut jwk = key.jwk().clone();
         jwk["kid"] = json!(KEY_ID);
         let jwks = json!({ "keys": [jwk] });
-        let keys = FixedKeys::from_jwks([(issuer(kind), &jwks)]).expect("the target's own JWKS");
+        let keys = FixedKeys::from_jwks([(pinned_issuer(kind), &jwks)]).expect("the target's own JWKS");
         let header = serde_json::to_vec(&json!({ "alg": "ES256", "typ": "JWT", "kid": key.kid })).expect("JSON");
         let policy = PolicySet::parse(&[PolicyFile { path: "policy/example.yaml", text: POLICY }])
             .expect("the example policy loads");
@@ -82,7 +82,7 @@ impl Harness {
         let (&mode, rest) = data.split_first()?;
         let signed = match mode % 3 {
             0 => return std::str::from_utf8(rest).ok().map(|text| (text.to_owned(), None)),
-            1 => self.key.sign_raw(&self.header, &live_claims(issuer(self.kind), rest, mode / 3)),
+            1 => self.key.sign_raw(&self.header, &live_claims(pinned_issuer(self.kind), rest, mode / 3)),
             _ => {
                 let (header, payload) = split_at_first(rest, b"\n");
                 self.key.sign_raw(header, payload)
