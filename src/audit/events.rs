@@ -107,6 +107,14 @@ pub enum Event<'a> {
         token_sha256: Option<&'a str>,
         revoking: u64,
     },
+    /// A webhook delivery that was not authenticated: nothing in it was read.
+    #[serde(rename = "webhook.refused")]
+    WebhookRefused {
+        /// The CI whose endpoint it was sent to.
+        ci: &'a str,
+        /// `invalid_signature`.
+        reason: &'a str,
+    },
     #[serde(rename = "revocation.confirmed")]
     RevocationConfirmed {
         job: JobRef<'a>,
@@ -142,6 +150,7 @@ impl Event<'_> {
             Self::RunnerReused { .. } => "runner.reused",
             Self::CredentialMinted { .. } => "credential.minted",
             Self::JobEnded { .. } => "job.ended",
+            Self::WebhookRefused { .. } => "webhook.refused",
             Self::RevocationConfirmed { .. } => "revocation.confirmed",
             Self::RevocationFailed { .. } => "revocation.failed",
         }

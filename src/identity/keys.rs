@@ -160,6 +160,37 @@ impl KeyStore {
         found.ok_or(Error::UnknownKey)
     }
 
+    /// The key `kid` of `issuer` fetched anew after `stale` failed a signature: an issuer that
+    /// rotates its key under the same `kid` (Jenkins' plugin, with no overlap) is trusted again
+    /// without waiting for the cache to age out. Bounded by the same cooldown as an unknown `kid`;
+    /// `None` while it holds, when the fetch fails, or when the issuer no longer has `kid`.
+    pub async fn refreshed_key(
+        &self,
+        issuer: &IssuerConfig,
+        kid: &str,
+        stale: &Arc<VerifyingKey>,
+    ) -> Option<Arc<VerifyingKey>> {
+        let gate = self.gates.get(&issuer.issuer)?;
+        let mut last_attempt = gate.last_attempt.lock().await;
+        // Another request may have refreshed while this one waited for the gate.
+        if let Some(key) = self.cached(&issuer.issuer, kid).await.filter(|key| !Arc::ptr_eq(key, stale)) {
+            return Some(key);
+        }
+        if last_attempt.is_some_and(|at| at.elapsed() < self.cooldown) {
+            return None;
+        }
+        *last_attempt = Some(Instant::now());
+        let fetched = self.fetch(issuer).await;
+        crate::metrics::jwks_fetch(&issuer.name, fetched.is_ok());
+        let keys = fetched
+            .inspect_err(|reason| tracing::warn!(issuer = %issuer.name, %reason, "refetching issuer keys failed"))
+            .ok()?;
+        tracing::info!(issuer = %issuer.name, keys = keys.keys.len(), "refetched issuer keys after a bad signature");
+        let found = keys.keys.get(kid).cloned();
+        self.cache.insert(issuer.issuer.clone(), Arc::new(keys)).await;
+        found
+    }
+
     async fn cached(&self, issuer: &str, kid: &str) -> Option<Arc<VerifyingKey>> {
         self.cache.get(issuer).await.and_then(|set| set.keys.get(kid).cloned())
     }

@@ -99,7 +99,15 @@ impl Verifier {
             Keys::Fixed(fixed) => fixed.key(issuer, kid)?,
         };
         key.check_fits(header.alg)?;
-        let verified = jsonwebtoken::decode::<Value>(token, &key.key, validation).map_err(invalid)?;
+        let verified = match jsonwebtoken::decode::<Value>(token, &key.key, validation) {
+            Err(error) if *error.kind() == ErrorKind::InvalidSignature => {
+                let Keys::Fetched(store) = &self.keys else { return Err(invalid(error)) };
+                let Some(fresh) = store.refreshed_key(issuer, kid, &key).await else { return Err(invalid(error)) };
+                fresh.check_fits(header.alg)?;
+                jsonwebtoken::decode::<Value>(token, &fresh.key, validation).map_err(invalid)?
+            }
+            decoded => decoded.map_err(invalid)?,
+        };
         let claims = verified.claims;
         let registered = Registered::of(&claims)?;
         check_issued_at(registered.iat)?;

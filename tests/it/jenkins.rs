@@ -253,7 +253,6 @@ async fn jenkins_change_request_builds_need_a_rule_naming_change_request() {
 /// a token that fails its cached key must refetch the keys (once per cooldown), as an unknown
 /// `kid` does, or every build's token fails until the cache ages out (an hour).
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "src/identity/keys.rs refetches only for an unknown kid: a Jenkins key rotation keeps the kid"]
 async fn jenkins_key_rotation_under_the_same_kid_is_picked_up_after_a_bad_signature() {
     const COOLDOWN: Duration = Duration::from_millis(600);
     let jenkins = Jenkins::start().await;

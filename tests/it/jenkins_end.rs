@@ -144,6 +144,9 @@ async fn jenkins_notification_deliveries_end_a_build_only_with_the_credentials_a
     let (_, metrics) = stack.broker.get_text("/metrics").await;
     let refused = r#"ci_creds_webhook_deliveries_total{ci="jenkins",outcome="invalid_signature"} 4"#;
     assert!(metrics.lines().any(|line| line == refused), "{metrics}");
+    let audited = events(&stack, "webhook.refused");
+    assert_eq!(audited.len(), 4, "each refused delivery is audited");
+    assert!(audited.iter().all(|event| event["ci"] == "jenkins" && event["reason"] == "invalid_signature"));
 
     let (status, answer) = deliver(Some(NOTIFICATION_CREDENTIALS), "COMPLETED").await;
     assert_eq!((status, answer), (200, json!({"job_id": job_id(BUILD), "revoked": 1})));

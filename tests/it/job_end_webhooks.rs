@@ -44,6 +44,14 @@ async fn refuses_a_bad_signature_and_changes_nothing() {
         let (status, answer) = stack.broker.post("/v1/webhooks/github", headers, delivery.clone()).await;
         assert_eq!((status, answer["error"].as_str()), (401, Some("invalid_signature")));
     }
+    let refused: Vec<Value> =
+        stack.broker.audit_events().into_iter().filter(|event| event["event"] == "webhook.refused").collect();
+    assert_eq!(refused.len(), 2, "each refused delivery is audited");
+    for event in &refused {
+        assert_eq!((&event["ci"], &event["reason"]), (&json!("github"), &json!("invalid_signature")));
+        let keys: Vec<&String> = event.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["ci", "event", "prev", "reason", "seq", "time"], "nothing of the delivery: {event}");
+    }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(stack.bao.accessor_alive(&live[0]).await, "the credential still works");
     assert_eq!(stack.leases("github", GITHUB_JOB).await[0].state, LeaseState::Active);

@@ -1,6 +1,7 @@
 //! A Jenkins build gets its token from a `withCredentials` binding of the plugin's credential:
 //! `string(…, variable: 'CI_CREDS_ID_TOKEN')`, or the file kind,
-//! `file(…, variable: 'CI_CREDS_ID_TOKEN_FILE')`. Each binding mints a fresh token.
+//! `file(…, variable: 'CI_CREDS_ID_TOKEN_FILE')`. Each binding mints a token; two minted within
+//! the same second are the same token (no `jti`, the same `iat`).
 
 use crate::ci::job_token::{Env, JobToken};
 

@@ -2,7 +2,8 @@
 
 use http::HeaderMap;
 
-use crate::ci::Verdict;
+use crate::audit::Event;
+use crate::ci::{Verdict, WebhookError};
 use crate::clock::now;
 use crate::job::{CiKind, RunnerFacts};
 use crate::lifecycle::{Broker, EndedBy, Error, JobEnd};
@@ -22,7 +23,12 @@ pub enum WebhookOutcome {
 impl Broker {
     pub async fn webhook(&self, source: CiKind, headers: &HeaderMap, body: &[u8]) -> Result<WebhookOutcome, Error> {
         let endpoint = self.webhooks.endpoint(source).ok_or(Error::WebhookNotConfigured(source.name()))?;
-        let (job_id, delivery_id, runner) = match source.ci().read_webhook(headers, body, &endpoint.secret)? {
+        let verdict = source.ci().read_webhook(headers, body, &endpoint.secret).inspect_err(|error| {
+            if *error == WebhookError::InvalidSignature {
+                self.audit.record(&Event::WebhookRefused { ci: source.name(), reason: "invalid_signature" });
+            }
+        })?;
+        let (job_id, delivery_id, runner) = match verdict {
             Verdict::End { job_id, delivery_id, runner } => (job_id, delivery_id, runner),
             Verdict::Started { job_id, runner } => {
                 self.record_runner(&endpoint.issuer, &job_id, &runner).await?;
