@@ -244,6 +244,7 @@ impl Fixture {
             jwks_url: None,
             algorithms: vec![Algorithm::RS256],
             max_token_lifetime: None,
+            audience: None,
             claim_names: Default::default(),
         };
         let verifier = Verifier::new(AUDIENCE.into(), vec![github], HttpClient::new().expect("HTTP client"));

@@ -15,6 +15,7 @@ ROOT = FUZZ.parent
 FIXTURES = Path(os.environ.get("FIXTURES", ROOT.parent / "shared" / "fixtures"))
 ISSUER = "https://token.fuzz.example"  # fuzz/src/token.rs
 JENKINS_ISSUER = ISSUER + "/oidc"
+AZURE_ISSUER = ISSUER + "/0ca3ddd9-f0b0-4635-a98c-5866526961b6"  # the fixture's org_id
 AUDIENCE = "https://ci-creds.fuzz.example"
 FAR_FUTURE = 4102444800  # 2100-01-01: mode-2 payloads are signed as written, never made live
 CLAIMS_MODE, KEEP_ISS, KEEP_AUD, KEEP_EXP, SET_TIMES = 1, 4, 7, 13, 25  # 1 + 3 * flag bits
@@ -144,6 +145,15 @@ def tokens():
         "aud-string": edited(jenkins, aud=AUDIENCE),
         "node-name": edited(jenkins, node_name="linux-agent-1"),
     }, issuer=JENKINS_ISSUER)
+    azure = fixture("azure-pipelines-token-claims.json")
+    token_seeds("token_azure_pipelines", azure, {
+        "other-organisation": edited(azure, org_id="11111111-2222-3333-4444-555555555555"),
+        "run-id-number": edited(azure, run_id=4711),
+        "run-id-not-digits": edited(azure, run_id="47a"),
+        "pull-request-ref": edited(azure, rpo_ref="refs/pull/7/merge"),
+        "no-rpo-id": edited(azure, rpo_id=None),
+        "fixed-audience": edited(azure, aud="api://AzureADTokenExchange"),
+    }, issuer=AZURE_ISSUER)
 
 
 def delivery(flags, headers, body):
@@ -213,6 +223,20 @@ def webhooks():
     wrong = base64.b64encode(b"ci-creds:not-the-password").decode()
     write(target, "wrong-credentials", delivery(0, json_type + [("Authorization", "Basic " + wrong)], compact(completed)))
     write(target, "unauthenticated", delivery(0, json_type, compact(completed)))
+
+
+def azure_hooks():
+    run = fixture("azure-pipelines-hook-run-completed.json")
+    job = fixture("azure-pipelines-hook-job-completed.json")
+    target = "webhook_azure_pipelines"
+    json_type = [("Content-Type", "application/json")]
+    running = json.loads(json.dumps(run))
+    running["resource"]["run"]["state"] = "inProgress"
+    write(target, "run-completed", delivery(1, json_type, compact(run)))
+    write(target, "run-in-progress", delivery(1, json_type, compact(running)))
+    write(target, "job-completed", delivery(1, json_type, compact(job)))
+    write(target, "run-id-string", delivery(1, json_type, compact(dict(run, resource={"run": {"id": "4711", "state": "completed"}}))))
+    write(target, "unauthenticated", delivery(0, json_type, compact(run)))
 
 
 def credentials_requests():
@@ -355,6 +379,8 @@ def ci_answers():
             write("ci_answer", f"{name.split('-')[0]}-{state}", bytes([selector]) + compact(dict(answer, **{field: state})))
     for name in ["jenkins-api-build-running.json", "jenkins-api-build-finished.json"]:
         write("ci_answer", name.removesuffix(".json"), bytes([3]) + compact(fixture(name)))
+    for name in ["azure-pipelines-api-build-inprogress.json", "azure-pipelines-api-build-completed.json"]:
+        write("ci_answer", name.removesuffix(".json"), bytes([4]) + compact(fixture(name)))
     write("ci_answer", "github-completed-fixture", bytes([0]) + compact(fixture("github-api-job-completed.json")))
     write("ci_answer", "gitlab-success-fixture", bytes([1]) + compact(fixture("gitlab-api-job-success.json")))
     write("ci_answer", "not-json", b"\0<html>502 Bad Gateway</html>")
@@ -362,6 +388,7 @@ def ci_answers():
 
 tokens()
 webhooks()
+azure_hooks()
 credentials_requests()
 policies()
 configs()

@@ -190,6 +190,17 @@ impl Config {
     }
 
     fn validate_ci_apis(&self) -> Result<(), Error> {
+        for issuer in self.issuers.iter().filter(|issuer| issuer.kind.ci().liveness_required) {
+            if !self.ci_api.contains_key(&issuer.name) {
+                return Err(invalid(
+                    format!("ci_api.{}", issuer.name),
+                    format!(
+                        "is required: {} tokens are exchanged only while the CI's API says the job runs",
+                        issuer.kind.ci().title
+                    ),
+                ));
+            }
+        }
         for (name, table) in &self.ci_api {
             let kind = match self.issuers.iter().find(|issuer| &issuer.name == name) {
                 Some(issuer) => issuer.kind,

@@ -11,12 +11,14 @@ pub enum CiKind {
     Buildkite,
     Circleci,
     Jenkins,
+    AzurePipelines,
 }
 
 impl CiKind {
     /// Every CI, in the order `ci-creds get` looks for a job's token and `ci-creds policy`
     /// tries their telling claims.
-    pub const ALL: [CiKind; 5] = [Self::Github, Self::Gitlab, Self::Buildkite, Self::Circleci, Self::Jenkins];
+    pub const ALL: [CiKind; 6] =
+        [Self::Github, Self::Gitlab, Self::Buildkite, Self::Circleci, Self::Jenkins, Self::AzurePipelines];
 
     /// The CI's name wherever a user sees or writes it: an issuer's `kind`, `[webhooks.<name>]`,
     /// `/v1/webhooks/<name>`, metric labels, audit text and stored records.
@@ -27,6 +29,7 @@ impl CiKind {
             Self::Buildkite => "buildkite",
             Self::Circleci => "circleci",
             Self::Jenkins => "jenkins",
+            Self::AzurePipelines => "azure_pipelines",
         }
     }
 

@@ -9,8 +9,8 @@ use ci_creds::job::{CiKind, Job};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 
-/// Where the broker would ask about job `job_id` of `kind` (a Jenkins build by its number);
-/// `None` for a Jenkins build that is not a number.
+/// Where the broker would ask about job `job_id` of `kind` (a Jenkins build or an Azure run by
+/// its number); `None` for one that is not a number.
 fn located(kind: CiKind, job_id: &str) -> Option<JobLocator> {
     let mut job = Job::new("ci", job_id, "octo-org/octo-repo");
     job.kind = Some(kind);
@@ -22,11 +22,17 @@ fn located(kind: CiKind, job_id: &str) -> Option<JobLocator> {
         "build_number": 1,
         "iss": "https://jenkins.example.com/oidc",
         "sub": "https://jenkins.example.com/job/octo-org/job/octo-repo/job/main/",
+        "prj_id": "271ef6f7-5998-4b0f-86fb-4b54d9129990",
     });
     job.claims = claims.as_object().cloned().unwrap_or_default();
     let located = JobLocator::of(&job);
-    assert!(located.is_ok() || kind == CiKind::Jenkins, "every CI with a job API locates this job");
+    assert!(located.is_ok() || numbered(kind), "every CI with a job API locates this job");
     located.ok()
+}
+
+/// Whether the CI's jobs are numbers: Jenkins' builds, Azure's runs.
+fn numbered(kind: CiKind) -> bool {
+    matches!(kind, CiKind::Jenkins | CiKind::AzurePipelines)
 }
 
 /// How an answer names its job: a Jenkins build by its `number`, every other job by `id`.
@@ -41,9 +47,10 @@ fn named(kind: CiKind, body: &[u8]) -> String {
 
 /// Another job than `named`, of the same shape.
 fn another(kind: CiKind, named: &str) -> String {
-    match kind {
-        CiKind::Jenkins => named.parse::<u64>().map_or(1, |number| number.wrapping_add(1)).to_string(),
-        _ => format!("{named}-other"),
+    if numbered(kind) {
+        named.parse::<u64>().map_or(1, |number| number.wrapping_add(1)).to_string()
+    } else {
+        format!("{named}-other")
     }
 }
 

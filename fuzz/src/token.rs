@@ -23,10 +23,14 @@ pub const ISSUER: &str = "https://token.fuzz.example";
 /// A Jenkins issuer is its controller's root URL and `oidc`: its tokens name jobs below the root.
 pub const JENKINS_ISSUER: &str = "https://token.fuzz.example/oidc";
 
+/// An Azure DevOps issuer names its organisation, which `org_id` must be.
+pub const AZURE_ISSUER: &str = "https://token.fuzz.example/0ca3ddd9-f0b0-4635-a98c-5866526961b6";
+
 /// The issuer the target's verifier pins for tokens of `kind`.
 pub fn pinned_issuer(kind: CiKind) -> &'static str {
     match kind {
         CiKind::Jenkins => JENKINS_ISSUER,
+        CiKind::AzurePipelines => AZURE_ISSUER,
         _ => ISSUER,
     }
 }
@@ -51,6 +55,8 @@ impl Harness {
         let name = serde_json::to_value(kind).expect("a CI kind serialises");
         let issuer: IssuerConfig = serde_json::from_value(json!({
             "name": name, "kind": name, "issuer": pinned_issuer(kind), "algorithms": ["ES256", "RS256"],
+            // Azure's tokens carry a fixed audience; this one replaces it, as for every kind.
+            "audience": AUDIENCE,
         }))
         .expect("a valid issuer config");
         // ES256: signing and verifying each input costs microseconds, not the milliseconds of RSA.
@@ -157,6 +163,7 @@ mod tests {
             (CiKind::Buildkite, "token_buildkite"),
             (CiKind::Circleci, "token_circleci"),
             (CiKind::Jenkins, "token_jenkins"),
+            (CiKind::AzurePipelines, "token_azure_pipelines"),
         ] {
             let harness = Harness::new(kind);
             for seed in ["fixture", "header-es256"] {

@@ -58,7 +58,7 @@ fn authenticate(source: CiKind, flags: u8, headers: &mut HeaderMap, body: &[u8])
         CiKind::Github => ("x-hub-signature-256", format!("sha256={}", hmac_hex(&[body]))),
         CiKind::Gitlab => ("x-gitlab-token", SECRET.to_owned()),
         CiKind::Circleci => ("circleci-signature", format!("v1={}", hmac_hex(&[body]))),
-        CiKind::Jenkins => ("authorization", format!("Basic {}", STANDARD.encode(SECRET))),
+        CiKind::Jenkins | CiKind::AzurePipelines => ("authorization", format!("Basic {}", STANDARD.encode(SECRET))),
         CiKind::Buildkite if flags & 2 != 0 => ("x-buildkite-token", SECRET.to_owned()),
         CiKind::Buildkite => {
             let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
@@ -91,6 +91,7 @@ mod tests {
             (CiKind::Buildkite, "webhook_buildkite", &["finished-signed", "finished-token"][..]),
             (CiKind::Circleci, "webhook_circleci", &["completed"][..]),
             (CiKind::Jenkins, "webhook_jenkins", &["completed", "finalized"][..]),
+            (CiKind::AzurePipelines, "webhook_azure_pipelines", &["run-completed"][..]),
         ] {
             for seed in seeds {
                 let data = std::fs::read(format!("{}/corpus/{target}/{seed}", env!("CARGO_MANIFEST_DIR"))).unwrap();

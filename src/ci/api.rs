@@ -46,6 +46,8 @@ pub enum TokenHeader {
     Named(&'static str),
     /// HTTP Basic: the configured `user` with the token as its password (Jenkins' API tokens).
     Basic,
+    /// HTTP Basic with no user, the token as its password (Azure DevOps' personal access tokens).
+    BasicPassword,
 }
 
 /// One CI's job API: where a job's answer lives, how to read it, how to call it.

@@ -60,6 +60,7 @@ fn each_ci_s_locator_is_tagged_with_the_ci_s_name() {
         "build_number": 7,
         "iss": "https://jenkins.example.com/oidc",
         "sub": "https://jenkins.example.com/job/octo-org/job/octo-repo/",
+        "prj_id": "271ef6f7",
     });
     for kind in CiKind::ALL.into_iter().filter(|kind| kind.ci().api.is_some()) {
         let mut job = job(kind, "octo-org/octo-repo", claims.clone());

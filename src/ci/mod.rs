@@ -7,6 +7,7 @@
 //! compile. Every token is verified by `identity` before any code here sees its claims.
 
 mod api;
+mod azure_pipelines;
 mod buildkite;
 mod circleci;
 mod claims;
@@ -53,6 +54,12 @@ pub struct Ci {
     /// A claim that tells this CI's tokens from those of the CIs before it in `CiKind::ALL`:
     /// how `ci-creds policy` guesses a claim set's CI.
     pub telling_claim: &'static str,
+    /// The audience the CI writes into every token, where the broker cannot choose it: the
+    /// default of an issuer of this CI without `audience`.
+    pub fixed_audience: Option<&'static str>,
+    /// Whether an exchange must hear from the CI's API that the job runs: a token whose audience
+    /// is shared with every relying party proves nothing else about the job's state.
+    pub liveness_required: bool,
     /// The claims the mapping reads whose names each issuer's admin chooses, with the names
     /// it reads when `[issuers.claim_names]` does not say.
     pub claim_roles: &'static [ClaimRole],
@@ -156,6 +163,7 @@ impl CiKind {
             Self::Buildkite => &buildkite::CI,
             Self::Circleci => &circleci::CI,
             Self::Jenkins => &jenkins::CI,
+            Self::AzurePipelines => &azure_pipelines::CI,
         }
     }
 }
@@ -164,12 +172,13 @@ impl CiKind {
 /// the store, so the reconciler can ask about a job long after its token is gone. Each CI with a
 /// job API has one variant, its own coordinates; the JSON is tagged with the CI's name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "ci", rename_all = "lowercase")]
+#[serde(tag = "ci", rename_all = "snake_case")]
 pub enum JobLocator {
     Github(github_actions::Locator),
     Gitlab(gitlab::Locator),
     Buildkite(buildkite::Locator),
     Jenkins(jenkins::Locator),
+    AzurePipelines(azure_pipelines::Locator),
 }
 
 impl JobLocator {
@@ -185,6 +194,7 @@ impl JobLocator {
             Self::Gitlab(_) => CiKind::Gitlab,
             Self::Buildkite(_) => CiKind::Buildkite,
             Self::Jenkins(_) => CiKind::Jenkins,
+            Self::AzurePipelines(_) => CiKind::AzurePipelines,
         }
     }
 
@@ -196,6 +206,7 @@ impl JobLocator {
             Self::Gitlab(at) => at.path(),
             Self::Buildkite(at) => at.path(),
             Self::Jenkins(at) => at.path(),
+            Self::AzurePipelines(at) => at.path(),
         }
     }
 
@@ -230,6 +241,7 @@ mod tests {
             (CiKind::Buildkite, "buildkite-token-claims.json", RunnerKey::Id),
             (CiKind::Circleci, "circleci-token-claims.json", RunnerKey::Unknown),
             (CiKind::Jenkins, "jenkins-token-claims.json", RunnerKey::Name),
+            (CiKind::AzurePipelines, "azure-pipelines-token-claims.json", RunnerKey::Unknown),
         ] {
             let job = kind.ci().job(&super::Issuer::named(kind.name()), &claims(fixture)).unwrap();
             assert_eq!((job.kind, job.runner_key_by), (Some(kind), key), "{fixture}");

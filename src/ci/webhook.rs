@@ -1,6 +1,8 @@
 //! What every CI's webhooks share: what a delivery asks for, how it is refused, and the
 //! constant-time checks of signatures and shared tokens.
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, Mac};
 use http::HeaderMap;
 use secrecy::{ExposeSecret, SecretString};
@@ -60,6 +62,18 @@ pub fn hmac_sha256_matches(key: &SecretString, message: &[&[u8]], signature_hex:
 /// Whether a presented shared token equals the configured one, in constant time.
 pub fn token_matches(expected: &SecretString, presented: &str) -> bool {
     expected.expose_secret().as_bytes().ct_eq(presented.as_bytes()).into()
+}
+
+/// Whether `Authorization: Basic …` holds exactly the configured `user:password`, in constant
+/// time: how CIs that sign nothing (Jenkins' Notification plugin, Azure DevOps' service hooks)
+/// authenticate a delivery.
+pub fn basic_credentials_match(headers: &HeaderMap, credentials: &SecretString) -> bool {
+    let Some(encoded) = header(headers, "authorization").and_then(|value| value.strip_prefix("Basic ")) else {
+        return false;
+    };
+    let Ok(decoded) = STANDARD.decode(encoded.trim()) else { return false };
+    let Ok(presented) = String::from_utf8(decoded) else { return false };
+    token_matches(credentials, &presented)
 }
 
 /// The source of runner facts a CI's webhook told: `webhook:<name>`.

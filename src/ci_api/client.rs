@@ -232,7 +232,7 @@ fn build(name: &str, kind: CiKind, table: &CiApiConfig) -> Result<CiApi, Error> 
         kind,
         api,
         check_running: table.check_running,
-        on_unavailable: table.on_unavailable,
+        on_unavailable: table.on_unavailable(kind),
         calls_per_minute,
         api_url,
         credentials,

@@ -35,9 +35,10 @@ pub struct CiApiConfig {
     /// Ask the CI at each exchange, before any lease is written.
     #[serde(default = "yes")]
     pub check_running: bool,
-    /// What an exchange does when the CI's answer is unknown.
+    /// What an exchange does when the CI's answer is unknown: `allow` unless the CI's liveness
+    /// is required (`Ci::liveness_required`), where it is `refuse` and cannot be otherwise.
     #[serde(default)]
-    pub on_unavailable: OnUnavailable,
+    pub on_unavailable: Option<OnUnavailable>,
     #[serde(default = "default_timeout_seconds")]
     pub timeout_seconds: u64,
     /// Calls to this API per minute, at exchanges and by the reconciler together. Without it,
@@ -57,6 +58,12 @@ pub enum OnUnavailable {
 }
 
 impl CiApiConfig {
+    /// What an exchange of an issuer of `kind` does when the CI's answer is unknown.
+    pub fn on_unavailable(&self, kind: CiKind) -> OnUnavailable {
+        let default = if kind.ci().liveness_required { OnUnavailable::Refuse } else { OnUnavailable::Allow };
+        self.on_unavailable.unwrap_or(default)
+    }
+
     /// Checks `[ci_api.<name>]` for an issuer of `kind`; an error names the key.
     pub fn validate(&self, name: &str, kind: CiKind) -> Result<(), (String, String)> {
         let key = |field: &str| format!("ci_api.{name}.{field}");
@@ -94,6 +101,25 @@ impl CiApiConfig {
                 return invalid("user", &format!("{} takes a token alone, with no user", api.name()));
             }
             _ => {}
+        }
+        if kind.ci().liveness_required {
+            let title = kind.ci().title;
+            if !self.check_running {
+                return invalid(
+                    "check_running",
+                    &format!(
+                        "{title} tokens are exchanged only while the CI says the job runs: it cannot be turned off"
+                    ),
+                );
+            }
+            if self.on_unavailable == Some(OnUnavailable::Allow) {
+                return invalid(
+                    "on_unavailable",
+                    &format!(
+                        "{title} tokens are exchanged only while the CI says the job runs: an unknown answer refuses"
+                    ),
+                );
+            }
         }
         if !(1..=60).contains(&self.timeout_seconds) {
             return invalid("timeout_seconds", "must be from 1 to 60");

@@ -46,6 +46,7 @@ pub(super) async fn get(
     request = match api.token_header() {
         TokenHeader::Bearer => request.bearer_auth(token.expose_secret()),
         TokenHeader::Basic => request.basic_auth(user.unwrap_or_default(), Some(token.expose_secret())),
+        TokenHeader::BasicPassword => request.basic_auth("", Some(token.expose_secret())),
         TokenHeader::Named(header) => {
             let mut value = HeaderValue::from_str(token.expose_secret())
                 .map_err(|_| Error::Auth { api: name, reason: "the token is not a valid header value".into() })?;

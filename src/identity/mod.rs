@@ -39,6 +39,11 @@ pub struct IssuerConfig {
     /// live longer, or one without `iat`, is refused. Without it, any lifetime `exp` allows.
     #[serde(default, deserialize_with = "crate::duration::human_optional")]
     pub max_token_lifetime: Option<Duration>,
+    /// The `aud` this issuer's tokens must carry, where not the broker's own `audience`: the
+    /// one a CI writes into every token (Azure DevOps' `api://AzureADTokenExchange`, the default
+    /// for its issuers), or CircleCI's organisation id.
+    #[serde(default)]
+    pub audience: Option<String>,
     /// `[issuers.claim_names]`: which claim holds each of the values the CI's mapping reads under
     /// a name the issuer's admin chooses (Jenkins' claim templates), where not the default.
     #[serde(default)]

@@ -39,7 +39,8 @@ struct Pinned {
 }
 
 impl Pinned {
-    fn new(config: IssuerConfig, audience: &str) -> Self {
+    fn new(config: IssuerConfig, broker_audience: &str) -> Self {
+        let audience = config.audience.as_deref().or(config.kind.ci().fixed_audience).unwrap_or(broker_audience);
         let validations = config.algorithms.iter().map(|&alg| (alg, validation(&config, audience, alg))).collect();
         Self { config, validations }
     }

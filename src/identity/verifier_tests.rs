@@ -21,6 +21,7 @@ fn verifier(jwks: &Value, algorithm: Algorithm, max_token_lifetime: Option<Durat
         jwks_url: Some("https://127.0.0.1:1/jwks".into()),
         algorithms: vec![algorithm],
         max_token_lifetime,
+        audience: None,
         claim_names: Default::default(),
     };
     let keys = FixedKeys::from_jwks([(ISSUER, jwks)]).unwrap();

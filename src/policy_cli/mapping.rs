@@ -85,6 +85,7 @@ fn defaults(name: String, kind: CiKind) -> IssuerConfig {
         jwks_url: None,
         algorithms: Vec::new(),
         max_token_lifetime: None,
+        audience: None,
         claim_names: Default::default(),
     }
 }

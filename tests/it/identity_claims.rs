@@ -17,6 +17,7 @@ async fn verify_github(edit: impl FnOnce(&mut Value)) -> Result<ci_creds::job::J
         jwks_url: None,
         algorithms: vec![Algorithm::RS256],
         max_token_lifetime: None,
+        audience: None,
         claim_names: Default::default(),
     };
     let verifier = Verifier::new(AUDIENCE.into(), vec![config], HttpClient::new().unwrap());

@@ -24,6 +24,7 @@ fn verifier(issuer: &DevIssuer) -> Verifier {
         jwks_url: None,
         algorithms: vec![Algorithm::RS256],
         max_token_lifetime: None,
+        audience: None,
         claim_names: Default::default(),
     };
     Verifier::new(AUDIENCE.into(), vec![config], HttpClient::new().unwrap()).with_refresh_cooldown(TEST_COOLDOWN)

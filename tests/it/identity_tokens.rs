@@ -21,6 +21,7 @@ fn verifier_for(issuer: &DevIssuer, kind: CiKind, algorithms: Vec<Algorithm>) ->
         jwks_url: None,
         algorithms,
         max_token_lifetime: None,
+        audience: None,
         claim_names: Default::default(),
     };
     Verifier::new(AUDIENCE.into(), vec![config], HttpClient::new().unwrap())

@@ -263,6 +263,7 @@ async fn jenkins_key_rotation_under_the_same_kid_is_picked_up_after_a_bad_signat
         jwks_url: None,
         algorithms: vec![Algorithm::RS256],
         max_token_lifetime: None,
+        audience: None,
         claim_names: Default::default(),
     };
     let verifier = Verifier::new(AUDIENCE.into(), vec![config.clone()], HttpClient::new().unwrap())

@@ -14,6 +14,8 @@ pub const CI: Ci = Ci {
     title: "Buildkite",
     hosted_issuer: Some("https://agent.buildkite.com"),
     telling_claim: "pipeline_slug",
+    fixed_audience: None,
+    liveness_required: false,
     claim_roles: &[],
     map_claims: claims::job,
     webhook_secret_key: "token_env",

@@ -12,6 +12,8 @@ pub const CI: Ci = Ci {
     title: "CircleCI",
     hosted_issuer: Some("https://oidc.circleci.com/org"),
     telling_claim: "oidc.circleci.com/job-id",
+    fixed_audience: None,
+    liveness_required: false,
     claim_roles: &[],
     map_claims: claims::job,
     webhook_secret_key: "secret_env",

@@ -20,6 +20,8 @@ pub const CI: Ci = Ci {
     title: "GitHub",
     hosted_issuer: Some("https://token.actions.githubusercontent.com"),
     telling_claim: "check_run_id",
+    fixed_audience: None,
+    liveness_required: false,
     claim_roles: &[],
     map_claims: claims::job,
     webhook_secret_key: "secret_env",

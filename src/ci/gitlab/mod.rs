@@ -13,6 +13,8 @@ pub const CI: Ci = Ci {
     title: "GitLab",
     hosted_issuer: Some("https://gitlab.com"),
     telling_claim: "job_project_path",
+    fixed_audience: None,
+    liveness_required: false,
     claim_roles: &[],
     map_claims: claims::job,
     webhook_secret_key: "token_env",

@@ -21,6 +21,8 @@ pub const CI: Ci = Ci {
     hosted_issuer: None,
     // After Buildkite in `CiKind::ALL`, whose tokens carry a `build_number` too.
     telling_claim: "build_number",
+    fixed_audience: None,
+    liveness_required: false,
     claim_roles: claims::ROLES,
     map_claims: claims::job,
     webhook_secret_key: "credentials_env",

@@ -3,15 +3,13 @@
 //! the job's own Jenkinsfile can change or drop the endpoint, so a delivery can end a build (the
 //! safe direction) but tells nothing else the broker keeps.
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use http::HeaderMap;
 use secrecy::SecretString;
 use serde::Deserialize;
 
 use super::claims::job_id;
 use super::job_url::items;
-use crate::ci::webhook::{Verdict, WebhookError, header, parse, token_matches};
+use crate::ci::webhook::{Verdict, WebhookError, basic_credentials_match, parse};
 use crate::job::bounded_fact;
 
 #[derive(Deserialize)]
@@ -32,7 +30,7 @@ struct Build {
 
 /// `credentials` is `user:password`, as in the endpoint URL's user-info.
 pub fn read(headers: &HeaderMap, body: &[u8], credentials: &SecretString) -> Result<Verdict, WebhookError> {
-    if !authentic(headers, credentials) {
+    if !basic_credentials_match(headers, credentials) {
         return Err(WebhookError::InvalidSignature);
     }
     let delivery: Delivery = parse(body)?;
@@ -47,15 +45,4 @@ pub fn read(headers: &HeaderMap, body: &[u8], credentials: &SecretString) -> Res
         return Err(WebhookError::InvalidRequest("`build.url` is not build `build.number` of job `url`".into()));
     }
     Ok(Verdict::End { job_id: job_id(&full_name, build.number), delivery_id: None, runner: None })
-}
-
-/// `Authorization: Basic …` holding exactly the configured `user:password`, compared in
-/// constant time.
-fn authentic(headers: &HeaderMap, credentials: &SecretString) -> bool {
-    let Some(encoded) = header(headers, "authorization").and_then(|value| value.strip_prefix("Basic ")) else {
-        return false;
-    };
-    let Ok(decoded) = STANDARD.decode(encoded.trim()) else { return false };
-    let Ok(presented) = String::from_utf8(decoded) else { return false };
-    token_matches(credentials, &presented)
 }
