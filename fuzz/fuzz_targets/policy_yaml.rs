@@ -63,7 +63,7 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    let _ = set.lint();
+    let _ = set.lint(&Default::default());
     let mut roles: Vec<String> = set.roles().map(|role| role.name.clone()).collect();
     roles.push("undefined-role".into());
     for job in JOBS.iter() {

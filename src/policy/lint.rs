@@ -1,11 +1,14 @@
 //! Risky rules that load fine but probably grant more than their author meant. Only allow rules
 //! are judged: a deny rule can only ever narrow what is granted.
 
+use std::collections::BTreeMap;
+
 use super::PolicySet;
 use super::condition::Condition;
 use super::field::Field;
 use super::model::BackendKind;
 use super::rule::Rule;
+use crate::job::CiKind;
 
 /// Probes for "any value": two names no policy author would list, with different owners.
 const ANY_REPOSITORY: [&str; 2] = ["ci-creds-lint-probe/any-repo", "someone-else/other-repo"];
@@ -26,8 +29,9 @@ pub struct Warning {
 }
 
 impl PolicySet {
-    /// Every risky allow rule, in role and rule order.
-    pub fn lint(&self) -> Vec<Warning> {
+    /// Every risky allow rule, in role and rule order. `issuer_kinds` (the broker's issuers by
+    /// name, when known) lets a rule be judged as the CI whose issuers it names.
+    pub fn lint(&self, issuer_kinds: &BTreeMap<String, CiKind>) -> Vec<Warning> {
         let tiers: Vec<&str> = self.tiers.iter().map(|t| t.name.as_str()).collect();
         let mut warnings = Vec::new();
         for role in self.roles() {
@@ -35,20 +39,37 @@ impl PolicySet {
                 let mut warn = |message: String, hint: &str| {
                     warnings.push(Warning { role: role.name.clone(), rule: i + 1, message, hint: hint.to_owned() });
                 };
-                lint_rule(rule, role.backend, &tiers, &mut warn);
+                lint_rule(rule, role.backend, &tiers, issuer_kinds, &mut warn);
             }
         }
         warnings
     }
 }
 
-fn lint_rule(rule: &Rule, backend: BackendKind, tiers: &[&str], warn: &mut impl FnMut(String, &str)) {
+fn lint_rule(
+    rule: &Rule,
+    backend: BackendKind,
+    tiers: &[&str],
+    issuer_kinds: &BTreeMap<String, CiKind>,
+    warn: &mut impl FnMut(String, &str),
+) {
     let has = |field: Field| find(rule, &field).is_some();
+    let azure = only_issuers_of(rule, CiKind::AzurePipelines, issuer_kinds);
+    if azure {
+        // The issuer pins the organisation; `rpo_id` of a GitHub repository is a name, and Azure
+        // Pipelines tokens carry no repository id.
+        if !has(Field::Claim("prj_id".into())) && !has(Field::Claim("def_id".into())) {
+            warn(
+                "this Azure Pipelines rule pins neither the project nor the pipeline: any pipeline of the organisation that builds a repository of that name, or runs on that ref, matches it".into(),
+                "add `claims: { prj_id: <project id>, def_id: <pipeline id> }` beside `repository` and `ref`",
+            );
+        }
+    }
     let pinned_by_name = has(Field::Repository) || has(Field::Owner);
     let pinned_by_id = has(Field::RepositoryId) || has(Field::OwnerId);
-    // A Jenkins job has no id: its full name on the pinned controller is all there is.
-    if has(Field::JobName) {
-        // Pinned as far as Jenkins allows.
+    if azure || has(Field::JobName) {
+        // Pinned as far as the CI allows: a Jenkins job has no id, its full name on the pinned
+        // controller is all there is; an Azure rule is judged above.
     } else if !pinned_by_name && !pinned_by_id {
         warn(
             "the rule has no repository or owner condition: any repository the issuer serves can match it".into(),
@@ -109,6 +130,13 @@ fn reachable_from_pull_requests(rule: &Rule) -> bool {
     let admits =
         |field: Field, probes: &[&str]| find(rule, &field).is_none_or(|c| probes.iter().any(|p| c.values.matches(p)));
     admits(Field::Event, &PR_EVENTS) && admits(Field::Ref, &PR_REFS)
+}
+
+/// Whether every issuer the rule's `issuer` condition lists is known to be of `kind`.
+fn only_issuers_of(rule: &Rule, kind: CiKind, issuer_kinds: &BTreeMap<String, CiKind>) -> bool {
+    let Some(condition) = find(rule, &Field::Issuer) else { return false };
+    let names = condition.values.texts();
+    !names.is_empty() && names.iter().all(|name| issuer_kinds.get(name.as_str()) == Some(&kind))
 }
 
 fn find<'r>(rule: &'r Rule, field: &Field) -> Option<&'r Condition> {

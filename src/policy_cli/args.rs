@@ -10,7 +10,13 @@ use crate::job::CiKind;
 #[derive(Subcommand)]
 pub enum PolicyCommand {
     /// Load every policy file of DIR (default `policy`); report errors with file:line and risky rules.
-    Check { dir: Option<PathBuf> },
+    Check {
+        /// The broker's config: its issuers' kinds let rules be judged as their CI's (an Azure
+        /// Pipelines rule that pins no ids); DIR defaults to its `policy_dir`.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        dir: Option<PathBuf>,
+    },
     /// Judge a claim set (a decoded token payload) against roles, printing every rule and condition.
     Explain {
         #[arg(long, value_name = "FILE.json")]
@@ -52,7 +58,10 @@ pub struct MappingArgs {
 /// Runs one policy command; the report's `ok` decides the exit code (0 or 1).
 pub fn run(command: PolicyCommand) -> Result<Report, Error> {
     match command {
-        PolicyCommand::Check { dir } => check(&dir.unwrap_or_else(|| PathBuf::from("policy"))),
+        PolicyCommand::Check { config, dir } => {
+            let choice = config.map_or(MappingChoice::Infer, MappingChoice::Config);
+            check(&policy_dir(dir, &choice), &choice)
+        }
         PolicyCommand::Schema => Ok(Report { text: crate::policy::json_schema(), ok: true }),
         PolicyCommand::Explain { claims, role, runner_fact, mapping, dir } => {
             let choice = mapping.choice();

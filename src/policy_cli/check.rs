@@ -2,15 +2,22 @@
 //! rules that load fine but are risky. Files are parsed one by one first, so one broken file does
 //! not hide the errors of the next.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::path::Path;
 
-use super::{Error, Report};
+use super::mapping::config_issuers;
+use super::{Error, MappingChoice, Report};
 use crate::config::read_policy_files;
+use crate::job::CiKind;
 use crate::policy::{PolicyFile, PolicySet};
 
-pub fn check(dir: &Path) -> Result<Report, Error> {
+/// With the broker's config (`choice`), rules are also judged as the CI of the issuers they name.
+pub fn check(dir: &Path, choice: &MappingChoice) -> Result<Report, Error> {
+    let issuer_kinds: BTreeMap<String, CiKind> = match choice {
+        MappingChoice::Config(path) => config_issuers(path)?.into_iter().map(|i| (i.name, i.kind)).collect(),
+        _ => BTreeMap::new(),
+    };
     let files = read_policy_files(dir).map_err(|source| Error::Read { path: dir.display().to_string(), source })?;
     let sources: Vec<PolicyFile<'_>> = files.iter().map(|(path, text)| PolicyFile { path, text }).collect();
     let mut text = String::new();
@@ -34,7 +41,7 @@ pub fn check(dir: &Path) -> Result<Report, Error> {
     if errors == 0 {
         match PolicySet::parse(&sources) {
             Ok(set) => {
-                for warning in set.lint() {
+                for warning in set.lint(&issuer_kinds) {
                     warnings += 1;
                     let path = role_files.get(&warning.role).copied().unwrap_or_default();
                     let _ = writeln!(

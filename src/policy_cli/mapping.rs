@@ -90,7 +90,7 @@ fn defaults(name: String, kind: CiKind) -> IssuerConfig {
     }
 }
 
-fn config_issuers(path: &Path) -> Result<Vec<IssuerConfig>, Error> {
+pub(super) fn config_issuers(path: &Path) -> Result<Vec<IssuerConfig>, Error> {
     let doc: IssuersOnly = toml::from_str(&read(path)?)
         .map_err(|e| Error::Claims { path: path.display().to_string(), message: e.to_string() })?;
     Ok(doc.issuers)

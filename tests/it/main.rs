@@ -33,6 +33,7 @@ mod metrics_scrape;
 mod module_graph;
 mod openapi_conformance;
 mod policy_cli;
+mod policy_cli_azure;
 mod policy_cli_jenkins;
 mod policy_cli_runner;
 mod policy_schema;

@@ -1,12 +1,13 @@
 //! Risky rules `ci-creds policy check` warns about, one case per risk.
 
 use super::{parse, role_policy};
+use crate::job::CiKind;
 
 const SAFE: &str = r#"{ repository: octo-org/octo-repo, repository_id: "74", ref: refs/heads/main }"#;
 
 fn messages(tiers: &str, allow: &str) -> Vec<String> {
     parse(&role_policy(tiers, allow, "[]"))
-        .lint()
+        .lint(&Default::default())
         .into_iter()
         .map(|w| {
             assert_eq!((w.role.as_str(), w.rule), ("r", 1));
@@ -76,5 +77,25 @@ fn warns_on_each_risk() {
 #[test]
 fn deny_rules_are_not_judged() {
     let set = parse(&role_policy("[]", &format!("[ {SAFE} ]"), "[ { event: pull_request } ]"));
-    assert!(set.lint().is_empty());
+    assert!(set.lint(&Default::default()).is_empty());
+}
+
+#[test]
+fn an_azure_pipelines_rule_that_pins_neither_project_nor_pipeline_is_warned_about() {
+    let kinds = [("azure".to_owned(), CiKind::AzurePipelines), ("gh".to_owned(), CiKind::Github)].into();
+    let lint = |allow: &str| -> Vec<String> {
+        parse(&role_policy("[]", allow, "[]")).lint(&kinds).into_iter().map(|w| w.message).collect()
+    };
+    let unpinned = lint(r#"[ { issuer: azure, repository: octo-org/octo-repo, ref: refs/heads/main } ]"#);
+    assert_eq!(unpinned.len(), 1, "{unpinned:?}");
+    assert!(unpinned[0].starts_with("this Azure Pipelines rule pins neither the project nor the pipeline"));
+    let pinned = r#"[ { issuer: azure, repository: octo-org/octo-repo, ref: refs/heads/main,
+        claims: { prj_id: 271ef6f7-5998-4b0f-86fb-4b54d9129990, def_id: "12" } } ]"#;
+    assert_eq!(lint(pinned), Vec::<String>::new());
+    // A rule that may also match another CI's issuer is judged as before.
+    let mixed = lint(r#"[ { issuer: [azure, gh], repository: octo-org/octo-repo, ref: refs/heads/main } ]"#);
+    assert!(mixed.iter().any(|m| m.starts_with("the rule names `repository` without `repository_id`")), "{mixed:?}");
+    // Without the broker's config, an issuer's kind is unknown.
+    let unknown = parse(&role_policy("[]", r#"[ { issuer: azure, repository: o/r, ref: refs/heads/main } ]"#, "[]"));
+    assert!(unknown.lint(&Default::default())[0].message.starts_with("the rule names `repository` without"));
 }
