@@ -25,6 +25,8 @@ mod answer_tests;
 #[path = "locator_tests.rs"]
 mod locator_tests;
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 #[path = "webhook_tests.rs"]
 mod webhook_tests;
 

@@ -1,22 +1,13 @@
 //! Azure Pipelines' claims, service hooks and build answers as the broker reads them, from the
 //! fixtures of run 4711 of pipeline 12.
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
-use http::{HeaderMap, HeaderValue};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::ci::api::headers;
+use crate::ci::test_support::{basic_auth, fixture};
 use crate::ci::{ClaimsError, Issuer, JobLocator, Liveness, Verdict, WebhookError};
 use crate::job::CiKind;
-
-fn fixture(name: &str) -> Vec<u8> {
-    let dir = std::env::var_os("CI_CREDS_FIXTURES")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
-    std::fs::read(dir.join(name)).expect("fixture readable")
-}
 
 fn claims() -> Value {
     serde_json::from_slice(&fixture("azure-pipelines-token-claims.json")).unwrap()
@@ -58,12 +49,7 @@ fn a_token_whose_organisation_is_not_the_issuer_s_is_refused() {
 }
 
 fn hook(credentials: Option<&str>, body: &[u8]) -> Result<Verdict, WebhookError> {
-    let mut headers = HeaderMap::new();
-    if let Some(credentials) = credentials {
-        let value = format!("Basic {}", STANDARD.encode(credentials));
-        headers.insert("authorization", HeaderValue::from_str(&value).unwrap());
-    }
-    CiKind::AzurePipelines.ci().read_webhook(&headers, body, &SecretString::from("hooks:s3cret"))
+    CiKind::AzurePipelines.ci().read_webhook(&basic_auth(credentials), body, &SecretString::from("hooks:s3cret"))
 }
 
 #[test]

@@ -3,23 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use http::{HeaderMap, HeaderValue};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
+use crate::ci::test_support::{basic_auth, fixture};
 use crate::ci::{ClaimsError, Issuer, JobLocator, Liveness, Verdict, WebhookError};
 use crate::job::{CiKind, DangerousTrigger, FactSource, RunnerKey};
 
 const BUILD_URL: &str = "https://jenkins.example.com/job/octo-org/job/octo-repo/job/main/42/";
-
-fn fixture(name: &str) -> Vec<u8> {
-    let dir = std::env::var_os("CI_CREDS_FIXTURES")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
-    std::fs::read(dir.join(name)).expect("fixture readable")
-}
 
 fn claims() -> Value {
     serde_json::from_slice(&fixture("jenkins-token-claims.json")).unwrap()
@@ -158,12 +150,7 @@ fn the_claims_an_admin_names_otherwise_are_read_under_those_names() {
 }
 
 fn notification(credentials: Option<&str>, body: &[u8]) -> Result<Verdict, WebhookError> {
-    let mut headers = HeaderMap::new();
-    if let Some(credentials) = credentials {
-        let value = format!("Basic {}", STANDARD.encode(credentials));
-        headers.insert("authorization", HeaderValue::from_str(&value).unwrap());
-    }
-    CiKind::Jenkins.ci().read_webhook(&headers, body, &SecretString::from("ci-creds:s3cret"))
+    CiKind::Jenkins.ci().read_webhook(&basic_auth(credentials), body, &SecretString::from("ci-creds:s3cret"))
 }
 
 #[test]
