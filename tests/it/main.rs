@@ -7,6 +7,8 @@ mod support;
 mod api_bad_input;
 mod audit_chain;
 mod audit_trail;
+mod azure_pipelines;
+mod azure_pipelines_end;
 mod client_exit_codes;
 mod client_formats;
 mod client_revoke;

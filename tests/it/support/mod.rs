@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod aws_stack;
+pub mod azure_devops;
 pub mod bao;
 pub mod broker;
 pub mod ci_api;
