@@ -77,7 +77,16 @@ pub(super) fn render(format: Format, answer: &Answer) -> Result<Rendered, Error>
                 masks = Some(lines.into());
             }
             warnings.extend(step.warning.map(str::to_owned));
-            lines(&vars, dotenv_line)?
+            match step.line {
+                Some(line) => vars
+                    .iter()
+                    .map(|v| {
+                        line(&v.name, v.value.expose_secret(), v.secret)
+                            .map_err(|why| Error::Unavailable(format!("{} {why}", v.name)))
+                    })
+                    .collect::<Result<String, Error>>()?,
+                None => lines(&vars, dotenv_line)?,
+            }
         }
         Format::CredentialProcess => credential_process(answer)?,
     };

@@ -129,3 +129,35 @@ fn a_github_token_is_gh_token_masked_in_github_actions_and_the_first_of_several_
     assert_eq!(text(&dotenv), "GH_TOKEN=ghs_one\n");
     assert!(matches!(render(Format::CredentialProcess, &answer(vec![github("r", "ghs_x")])), Err(Error::Usage(_))));
 }
+
+#[test]
+fn azure_sets_each_variable_by_logging_command_with_secrets_marked() {
+    let rendered =
+        render(Format::Step(CiKind::AzurePipelines), &answer(vec![vault("deploy", "s.tok"), aws("aws-deploy")]))
+            .unwrap();
+    assert_eq!(
+        text(&rendered),
+        "##vso[task.setvariable variable=VAULT_ADDR]https://vault.example\n\
+         ##vso[task.setvariable variable=VAULT_TOKEN;issecret=true]s.tok\n\
+         ##vso[task.setvariable variable=AWS_ACCESS_KEY_ID;issecret=true]ASIAEXAMPLE\n\
+         ##vso[task.setvariable variable=AWS_SECRET_ACCESS_KEY;issecret=true]se/cr+et\n\
+         ##vso[task.setvariable variable=AWS_SESSION_TOKEN;issecret=true]to'ken\n\
+         ##vso[task.setvariable variable=AWS_REGION]eu-west-1\n\
+         ##vso[task.setvariable variable=AWS_DEFAULT_REGION]eu-west-1\n"
+    );
+    assert!(rendered.masks.is_none() && rendered.warnings.is_empty(), "issecret is the mask");
+    assert!(matches!(
+        super::Destination::choose(Format::Step(CiKind::AzurePipelines), None),
+        Ok(super::Destination::Stdout)
+    ));
+}
+
+#[test]
+fn azure_refuses_a_value_that_would_end_the_command_or_be_decoded() {
+    for token in ["s.tok\n##vso[task.prependpath]/tmp/x", "s.tok%0A##vso[task.prependpath]/tmp/x"] {
+        let error =
+            render(Format::Step(CiKind::AzurePipelines), &answer(vec![vault("deploy", token)])).err().expect("refused");
+        assert!(error.to_string().starts_with("VAULT_TOKEN holds a"), "{error}");
+        assert!(!error.to_string().contains("s.tok"), "{error}");
+    }
+}

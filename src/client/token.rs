@@ -116,6 +116,8 @@ mod tests {
             (&everything[3..], "buildkite-agent oidc request-token"),
             (&everything[4..], "$CIRCLE_OIDC_TOKEN_V2"),
             (&everything[5..], "$CI_CREDS_TOKEN"),
+            // Azure Pipelines is told by its request URI; a missing access token is said when asked.
+            (&[("SYSTEM_OIDCREQUESTURI", "https://x/"), (GENERIC, "g")], "Azure Pipelines' OIDC token request"),
             (&[(GENERIC, " ")], "no CI token found"),
         ];
         for (vars, expected) in cases {

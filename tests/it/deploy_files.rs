@@ -8,6 +8,8 @@
 //!   entrypoint, nothing run in the runtime stage); built only with `CI_CREDS_DOCKER_BUILD=1`
 //!   and a reachable Docker daemon.
 //! - Grafana: the dashboard parses, and every metric it queries is one the broker exports.
+//! - Azure Pipelines: the steps template parses and has its shape (get with the access token
+//!   mapped, the steps given, revoke with `condition: always()`). Not expanded by Azure DevOps.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -160,5 +162,30 @@ fn the_dashboard_queries_only_metrics_the_broker_exports() {
     assert!(queried >= 10);
     for needed in ["ci_creds_exchanges_total", "ci_creds_revocations_pending", "ci_creds_revocation_exposure_seconds"] {
         assert!(dashboard.to_string().contains(needed), "no panel on {needed}");
+    }
+}
+
+#[test]
+fn the_azure_pipelines_template_gets_with_the_access_token_and_always_revokes() {
+    let template = manifest("azure-pipelines/ci-creds.yml");
+    let parameters: Vec<(&str, &str)> = template["parameters"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["type"].as_str().unwrap()))
+        .collect();
+    assert_eq!(parameters, [("broker", "string"), ("roles", "string"), ("ttl", "string"), ("steps", "stepList")]);
+    let steps = template["steps"].as_sequence().unwrap();
+    let (get, revoke) = (&steps[0], steps.last().unwrap());
+    assert_eq!(steps.len(), 3);
+    assert_eq!(steps[1].as_str(), Some("${{ parameters.steps }}"), "the given steps between get and revoke");
+    let script = get["bash"].as_str().unwrap();
+    assert!(script.starts_with("ci-creds get ") && script.ends_with(" --format azure"), "{script}");
+    assert_eq!(revoke["bash"].as_str(), Some("ci-creds revoke"));
+    assert_eq!(revoke["condition"].as_str(), Some("always()"));
+    for step in [get, revoke] {
+        assert_eq!(step["env"]["SYSTEM_ACCESSTOKEN"].as_str(), Some("$(System.AccessToken)"), "{step:?}");
+        assert_eq!(step["env"]["CI_CREDS_BROKER"].as_str(), Some("${{ parameters.broker }}"));
+        assert!(!step["bash"].as_str().unwrap().contains("${{"), "a parameter in script text: {step:?}");
     }
 }

@@ -9,6 +9,7 @@ mod audit_chain;
 mod audit_trail;
 mod azure_pipelines;
 mod azure_pipelines_end;
+mod client_azure;
 mod client_exit_codes;
 mod client_formats;
 mod client_revoke;

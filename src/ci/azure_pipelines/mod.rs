@@ -1,8 +1,11 @@
 //! Azure Pipelines: the pipeline OIDC token (one issuer per organisation, one JWKS for all),
 //! service hooks, and the build API of Azure DevOps. A run is the job its credentials are bound to.
+//! Inside a job, `ci-creds get` requests the token and hands credentials on by logging commands.
 
 mod api;
 mod claims;
+mod job_token;
+mod set_variable;
 mod webhook;
 
 #[cfg(test)]
@@ -11,8 +14,7 @@ mod tests;
 
 pub use api::Locator;
 
-use super::Ci;
-use crate::ci::job_token::{Env, JobToken};
+use super::{Ci, StepOutput};
 
 pub const CI: Ci = Ci {
     title: "Azure Pipelines",
@@ -26,12 +28,14 @@ pub const CI: Ci = Ci {
     webhook_summary: "Azure DevOps service hooks (`ms.vss-pipelines.run-state-changed-event`), by HTTP Basic credentials.",
     read_delivery: webhook::read,
     api: Some(&api::BuildsApi),
-    find_job_token: no_token_yet,
-    job_token_hint: "$CI_CREDS_TOKEN (Azure Pipelines: request the pipeline's OIDC token with System.AccessToken)",
-    step_output: None,
+    find_job_token: job_token::find,
+    job_token_hint: "$SYSTEM_OIDCREQUESTURI with $SYSTEM_ACCESSTOKEN (Azure Pipelines; map `SYSTEM_ACCESSTOKEN: $(System.AccessToken)` into the step's `env`)",
+    step_output: Some(StepOutput {
+        name: "azure",
+        help: "`##vso[task.setvariable]` logging commands on stdout, secrets marked `issecret=true` (masked; map them into later steps' `env`)",
+        env_file: None,
+        mask: None,
+        line: Some(set_variable::line),
+        warning: None,
+    }),
 };
-
-/// `ci-creds get` does not ask Azure DevOps for the token yet: the job passes it.
-fn no_token_yet(_env: Env<'_>) -> Option<JobToken> {
-    None
-}

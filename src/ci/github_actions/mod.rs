@@ -35,6 +35,7 @@ pub const CI: Ci = Ci {
         help: "`::add-mask::` for every secret on stdout, then `NAME=value` appended to `$GITHUB_ENV`",
         env_file: Some(("GITHUB_ENV", "set inside a GitHub Actions step")),
         mask: Some(|secret| format!("::add-mask::{secret}\n")),
+        line: None,
         warning: None,
     }),
 };

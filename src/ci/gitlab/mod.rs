@@ -28,6 +28,7 @@ pub const CI: Ci = Ci {
         help: "A dotenv file for GitLab's `artifacts:reports:dotenv` (stored as an artifact)",
         env_file: None,
         mask: None,
+        line: None,
         warning: Some(
             "a dotenv report is stored as a job artifact: whoever can read this pipeline's artifacts can read these credentials until they expire; keep --ttl short and revoke in after_script",
         ),
