@@ -360,7 +360,7 @@ def answers():
         "replayed": {"error": "token_replayed", "message": "this token was already exchanged", "request_id": "r"},
     }
     for name, body in bodies.items():
-        for selector in range(5):  # env, json, github, gitlab-dotenv, credential-process
+        for selector in range(6):  # env, json, github, gitlab-dotenv, credential-process, azure
             if name in ("denied", "replayed") and selector:
                 continue
             write("client_answer", f"{name}-{selector}", bytes([selector]) + compact(body))

@@ -7,8 +7,14 @@ use ci_creds::job::CiKind;
 use libfuzzer_sys::fuzz_target;
 use secrecy::{ExposeSecret, SecretString};
 
-const FORMATS: [Format; 5] =
-    [Format::Env, Format::Json, Format::Step(CiKind::Github), Format::Step(CiKind::Gitlab), Format::CredentialProcess];
+const FORMATS: [Format; 6] = [
+    Format::Env,
+    Format::Json,
+    Format::Step(CiKind::Github),
+    Format::Step(CiKind::Gitlab),
+    Format::CredentialProcess,
+    Format::Step(CiKind::AzurePipelines),
+];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, body)) = data.split_first() else { return };
@@ -17,7 +23,14 @@ fuzz_target!(|data: &[u8]| {
     let format = FORMATS[usize::from(selector) % FORMATS.len()];
     if let Ok(rendered) = render_answer(format, SecretString::from(body.clone())) {
         let text = rendered.text.expose_secret();
-        if matches!(format, Format::Step(_)) {
+        if format == Format::Step(CiKind::AzurePipelines) {
+            // One logging command per variable: no value can start a command of its own.
+            for line in text.lines() {
+                let command = line.strip_prefix("##vso[task.setvariable variable=").unwrap_or_default();
+                let name = command.split_once([';', ']']).map_or("", |(name, _)| name);
+                assert!(!name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'), "{line:?}");
+            }
+        } else if matches!(format, Format::Step(_)) {
             // One NAME=value line per variable: no value can start a line of its own.
             for line in text.lines() {
                 let name = line.split_once('=').map_or("", |(name, _)| name);
