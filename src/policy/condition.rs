@@ -11,6 +11,8 @@ use super::values::{Values, bool_text};
 /// that the granted path allocates nothing.
 pub(super) enum Failure<'j> {
     Missing,
+    /// The runner is in no tier, and why its facts are unknown, when they were sought and not had.
+    NoTier(Option<&'j str>),
     /// A runner fact nobody told, and why, when that is known.
     UnknownFact(Option<&'j str>),
     /// The runner's labels lack one a `runner_labels` condition lists.
@@ -53,6 +55,9 @@ impl Condition {
             Actual::Missing if self.field.is_runner_fact() => {
                 Failure::UnknownFact(ctx.job.runner.unavailable.as_deref())
             }
+            Actual::Missing if self.field == Field::RunnerTier => {
+                Failure::NoTier(ctx.job.runner.unavailable.as_deref())
+            }
             Actual::Missing => Failure::Missing,
             Actual::Text(text) | Actual::Fact(text, _) => Failure::NotAllowed(Cow::Borrowed(text)),
             Actual::Labels(labels, _) => Failure::LabelsLacking(labels),
@@ -64,8 +69,9 @@ impl Condition {
     pub(super) fn describe(&self, failure: &Failure<'_>) -> String {
         let field = &self.field;
         match failure {
-            Failure::Missing if self.field == Field::RunnerTier => {
-                format!("{field}: the job's runner is in no runner tier")
+            Failure::NoTier(None) => format!("{field}: the job's runner is in no runner tier"),
+            Failure::NoTier(Some(why)) => {
+                format!("{field}: the job's runner is in no runner tier, its facts unknown: {why}")
             }
             Failure::Missing => format!("{field}: the token has no such claim"),
             Failure::UnknownFact(why) => {

@@ -202,7 +202,29 @@ async fn jenkins_single_use_agents_serve_one_build() {
     assert_eq!(status, 200, "{answer}");
     jenkins.set_build(MAIN, 45, Build::Running { agent: None });
     let (status, answer) = exchange(&stack, &jenkins.token(MAIN, 45, |_| {}), &["jenkins-single-use"]).await;
-    // Its labels unknown, it is in no tier: refused, and nothing minted.
+    // Its labels unknown, it is in no tier: refused, with why, and nothing minted.
     assert_eq!((status, refusal(&answer).0), (403, Some("access_denied")), "{answer}");
+    let reasons = &answer["denied"][0]["reasons"];
+    assert_eq!(
+        reasons,
+        &json!([
+            "runner_tier: the job's runner is in no runner tier, its facts unknown: the CI's API names no runner for a job it reports as `building`"
+        ])
+    );
     assert!(stack.leases("jenkins", &job_id(45)).await.is_empty());
+
+    // The fleet report counts the agents like any other runners, keyed by name; judged jobs are
+    // recorded in the background.
+    let mut report = Value::Null;
+    for _ in 0..100 {
+        report = serde_json::from_str(&stack.broker.cli(&["runners", "report", "--format", "json"])).unwrap();
+        if report["summary"]["jobs"] == 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let runners = report["runners"].as_array().unwrap();
+    let agent = |key: &str| runners.iter().find(|runner| runner["key"] == key).cloned().unwrap_or(Value::Null);
+    assert_eq!((&agent(AGENT)["issuer"], &agent(AGENT)["reused"]), (&json!("jenkins"), &json!(true)), "{report}");
+    assert_eq!(agent("linux-agent-2")["single_use"], json!(true), "{report}");
 }

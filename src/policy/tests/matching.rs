@@ -234,6 +234,13 @@ fn runner_tier_condition() {
         ("in the tier", with(gitlab_job(), |j| j.runner.id = token_fact("12")), &[]),
         ("in another tier", github_job(), &["runner_tier: hosted is not one of the allowed values"]),
         ("in no tier", gitlab_job(), &["runner_tier: the job's runner is in no runner tier"]),
+        (
+            "in no tier, its facts not had",
+            with(gitlab_job(), |j| j.runner.unavailable = Some("the CI's API did not answer: HTTP 503".into())),
+            &[
+                "runner_tier: the job's runner is in no runner tier, its facts unknown: the CI's API did not answer: HTTP 503",
+            ],
+        ),
     ];
     for (name, job, reasons) in cases {
         assert_eq!(reasons_for_r(&set, &job), reasons, "case: {name}");
