@@ -77,6 +77,66 @@ pub enum RunnerKey {
     Manager,
     /// The runner's name, where the CI gives it no id (a Jenkins agent).
     Name,
+    /// The runner's group with its name, where a name is unique only within its group (an Azure
+    /// Pipelines agent in its pool).
+    GroupAndName,
+}
+
+/// A job within its run, as an exchange request names it, for a CI whose token names only the
+/// run (Azure Pipelines: `System.JobId` and `System.JobAttempt`). The caller asserts it; only the
+/// CI's API can confirm it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "RawNamedJob", deny_unknown_fields)]
+pub struct NamedJob {
+    /// A GUID, lowercase.
+    pub id: String,
+    pub attempt: u32,
+}
+
+/// A named job as sent, before it is checked.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNamedJob {
+    id: String,
+    attempt: u32,
+}
+
+impl TryFrom<RawNamedJob> for NamedJob {
+    type Error = String;
+
+    fn try_from(raw: RawNamedJob) -> Result<Self, String> {
+        Self::new(&raw.id, raw.attempt)
+    }
+}
+
+impl NamedJob {
+    /// The most attempts of one job a CI makes; a larger number names no attempt.
+    pub const MAX_ATTEMPT: u32 = 1000;
+    /// `8-4-4-4-12` hexadecimal digits.
+    pub const ID_PATTERN: &'static str =
+        "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+
+    /// A job id shaped as a GUID and an attempt of 1 to `MAX_ATTEMPT`; the error says which is
+    /// wrong, never echoing what was sent.
+    pub fn new(id: &str, attempt: u32) -> Result<Self, String> {
+        if !is_guid(id) {
+            return Err("`job.id` must be a GUID (8-4-4-4-12 hexadecimal digits)".into());
+        }
+        if !(1..=Self::MAX_ATTEMPT).contains(&attempt) {
+            return Err(format!("`job.attempt` must be 1 to {}", Self::MAX_ATTEMPT));
+        }
+        Ok(Self { id: id.to_ascii_lowercase(), attempt })
+    }
+}
+
+/// Whether `text` is a GUID in its usual form: `8-4-4-4-12` hexadecimal digits.
+pub fn is_guid(text: &str) -> bool {
+    let groups: Vec<&str> = text.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(group, len)| group.len() == len && group.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A trigger that runs with the target repository's trust on behalf of someone who may not have
@@ -122,6 +182,9 @@ pub struct Job {
     pub runner: Runner,
     /// Which runner facts identify its host, as the job's CI says.
     pub runner_key_by: RunnerKey,
+    /// The job within its run that the exchange request named and this job is bound to, for a CI
+    /// whose token names only the run.
+    pub named_job: Option<NamedJob>,
     pub dangerous_trigger: Option<DangerousTrigger>,
     /// Identifies this one token for replay protection: its `jti`, or the SHA-256 of its text.
     pub token_id: String,
@@ -145,6 +208,11 @@ impl Job {
             RunnerKey::Id => runner.id.as_ref().map(|id| id.value.clone()).ok_or("runner_id"),
             RunnerKey::Manager => runner.manager.as_ref().map(|m| m.value.clone()).ok_or("runner_manager"),
             RunnerKey::Name => runner.name.as_ref().map(|name| name.value.clone()).ok_or("runner_name"),
+            RunnerKey::GroupAndName => match (&runner.group, &runner.name) {
+                (Some(group), Some(name)) => Ok(format!("{}/{}", group.value, name.value)),
+                (None, _) => Err("runner_group"),
+                (Some(_), None) => Err("runner_name"),
+            },
             RunnerKey::Unknown => Err("runner_id"),
         }
     }
@@ -293,5 +361,41 @@ impl RunnerFacts {
             manager: told(&self.manager),
             unavailable: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_named_job_is_a_guid_and_a_bounded_attempt() {
+        let job = NamedJob::new("E87E3D16-29B0-5003-7D86-82B704B96244", 1000).unwrap();
+        assert_eq!((job.id.as_str(), job.attempt), ("e87e3d16-29b0-5003-7d86-82b704b96244", 1000));
+        for (id, attempt) in [
+            ("e87e3d16-29b0-5003-7d86-82b704b96244", 0),
+            ("e87e3d16-29b0-5003-7d86-82b704b96244", 1001),
+            ("e87e3d1629b050037d8682b704b96244", 1),
+            ("{e87e3d16-29b0-5003-7d86-82b704b96244}", 1),
+            ("e87e3d16-29b0-5003-7d86-82b704b9624g", 1),
+            ("e87e3d16-29b0-5003-7d86-82b704b96244-", 1),
+            ("__default", 1),
+            ("", 1),
+        ] {
+            assert!(NamedJob::new(id, attempt).is_err(), "{id} {attempt}");
+        }
+        let sent: Result<NamedJob, _> =
+            serde_json::from_str(r#"{"id": "e87e3d16-29b0-5003-7d86-82b704b96244", "attempt": 1, "x": 1}"#);
+        assert!(sent.is_err(), "unknown fields refused");
+    }
+
+    #[test]
+    fn an_agent_is_told_by_its_pool_and_name_together() {
+        let mut job = Job { runner_key_by: RunnerKey::GroupAndName, ..Job::default() };
+        assert_eq!(job.runner_key(), Err("runner_group"));
+        job.runner.group = Some(Sourced::new("linux-pool".into(), FactSource::CiApi));
+        assert_eq!(job.runner_key(), Err("runner_name"));
+        job.runner.name = Some(Sourced::new("agent-7".into(), FactSource::CiApi));
+        assert_eq!(job.runner_key().as_deref(), Ok("linux-pool/agent-7"));
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 
+use crate::job::NamedJob;
 use crate::lifecycle::ExchangeRequest;
 #[cfg(feature = "server")]
 use crate::lifecycle::{MAX_ROLE_NAME_CHARS, MAX_ROLES_PER_EXCHANGE};
@@ -21,6 +22,13 @@ pub struct CredentialsRequest {
     #[serde(default, deserialize_with = "whole_seconds")]
     #[cfg_attr(feature = "server", schema(minimum = 1, nullable = false))]
     pub ttl_seconds: Option<u64>,
+    /// Azure Pipelines only: the job within the run that the credentials are for, its
+    /// `System.JobId` and `System.JobAttempt`. Bound to it once the run's timeline shows that
+    /// attempt running; without it, the credentials are bound to the whole run. Refused with
+    /// `invalid_request` for any other CI, whose token names its job itself.
+    #[serde(default)]
+    #[cfg_attr(feature = "server", schema(schema_with = named_job, nullable = false))]
+    pub job: Option<NamedJob>,
 }
 
 impl CredentialsRequest {
@@ -32,7 +40,7 @@ impl CredentialsRequest {
 
 impl From<CredentialsRequest> for ExchangeRequest {
     fn from(request: CredentialsRequest) -> Self {
-        Self { roles: request.roles, ttl: request.ttl_seconds.map(Duration::from_secs) }
+        Self { roles: request.roles, ttl: request.ttl_seconds.map(Duration::from_secs), job: request.job }
     }
 }
 
@@ -66,5 +74,31 @@ fn role_names() -> utoipa::openapi::schema::Array {
         .description(Some(format!(
             "1 to {MAX_ROLES_PER_EXCHANGE} role names, each 1 to {MAX_ROLE_NAME_CHARS} characters."
         )))
+        .build()
+}
+
+/// The bounds `NamedJob::new` enforces, from its own constants.
+#[cfg(feature = "server")]
+fn named_job() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    let id = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(NamedJob::ID_PATTERN))
+        .min_length(Some(36))
+        .max_length(Some(36))
+        .description(Some("The job's record in the run's timeline (`System.JobId`), a GUID."));
+    let attempt = ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(1))
+        .maximum(Some(NamedJob::MAX_ATTEMPT))
+        .description(Some("`System.JobAttempt`."));
+    ObjectBuilder::new()
+        .property("id", id)
+        .property("attempt", attempt)
+        .required("id")
+        .required("attempt")
+        .description(Some(
+            "Azure Pipelines only: the job within the run (`System.JobId`, `System.JobAttempt`) the credentials are bound to, once the run's timeline shows it running.",
+        ))
         .build()
 }

@@ -77,6 +77,17 @@ pub trait JobApi: Sync {
     /// The pause the CI's own rate-limit headers ask for, beyond `Retry-After` (which the
     /// caller reads for every CI), with `now` in unix seconds.
     fn rate_limit_pause(&self, status: u16, headers: &HeaderMap, now: u64) -> Option<Duration>;
+    /// Where the API answers for the job within the unit the job's answer describes, for a CI
+    /// whose job answer is split over two (Azure DevOps: the build is the run, its timeline holds
+    /// the job): asked right after a first answer of 200, with the same credentials, and both
+    /// read by `read_answers`. `None` when the first answer is all there is.
+    fn inner_path(&self, _locator: &JobLocator) -> Option<String> {
+        None
+    }
+    /// Reads the two answers about the job at `locator` when `inner_path` named a second.
+    fn read_answers(&self, locator: &JobLocator, first: &[u8], _inner: &[u8]) -> Result<JobReport, String> {
+        self.read_answer(locator, first)
+    }
     /// What an answer of 404 says of the job, for a CI whose API forgets a finished job
     /// (Jenkins deletes old builds); `None` when a 404 tells nothing, the job's state unknown.
     fn not_found(&self) -> Option<Liveness> {

@@ -45,7 +45,7 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::job::{CiKind, Job};
+use crate::job::{CiKind, Job, NamedJob};
 
 /// Everything the broker knows of one CI system: each CI's folder fills one of these.
 pub struct Ci {
@@ -81,6 +81,19 @@ pub struct Ci {
     pub job_token_hint: &'static str,
     /// How a job hands credentials to its later steps, if the CI has a way of its own.
     pub step_output: Option<StepOutput>,
+    /// How an exchange names the job within its run, for a CI whose token names only the run.
+    pub job_in_run: Option<JobInRun>,
+}
+
+/// For a CI whose token names the run and not the job (Azure Pipelines): the job `ci-creds get`
+/// names from its environment, and the job an exchange that names one is bound to.
+pub struct JobInRun {
+    /// The job the environment names, if it names one; an error says which variable is wrong.
+    pub from_env: fn(Env<'_>) -> Option<Result<NamedJob, String>>,
+    /// Binds the verified run's `job` to the named job: its id becomes the job's within the run,
+    /// and its CI's API is asked about that job. The caller asserts the job; only the CI's API
+    /// confirms it.
+    pub bind: fn(&mut Job, NamedJob),
 }
 
 /// A claim a CI's mapping reads under a name the issuer's admin may choose (Jenkins' claim

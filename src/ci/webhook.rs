@@ -21,6 +21,9 @@ pub enum Verdict {
         job_id: String,
         delivery_id: Option<String>,
         runner: Option<RunnerFacts>,
+        /// The jobs within this one end with it: those whose id is `{job_id}/…` (an Azure
+        /// Pipelines run's jobs).
+        jobs_within: bool,
     },
     /// The job has started on this runner: a fact to record, not an end.
     Started {

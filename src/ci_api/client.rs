@@ -70,27 +70,17 @@ impl CiApi {
         }
         let path =
             locator.path().ok_or(Error::NoLocator { api, reason: "the job's coordinates are not path segments" })?;
-        let url = format!("{}{path}", self.api_url);
-        let answer = match &self.credentials {
-            Credentials::Token { user, token } => http::get(&self.http, self.api, &url, user.as_deref(), token).await,
-            Credentials::App(tokens) => match tokens.token_for(locator).await {
-                Ok(token) => http::get(&self.http, self.api, &url, None, &token.0).await,
-                Err(AppTokenError::Paused { seconds }) => Err(Error::Paused { api, seconds }),
-                Err(AppTokenError::Refused(reason)) => Err(Error::Auth { api, reason }),
-            },
-        };
-        let answer = match answer {
-            Ok(answer) => answer,
-            Err(Error::Paused { seconds, .. }) => {
-                *pause = Some(Duration::from_secs(seconds));
-                return Err(Error::Paused { api, seconds });
-            }
-            Err(error) => return Err(error),
-        };
-        *pause = answer.pause;
+        let answer = self.get(locator, &path, pause).await?;
         let mut report = match (answer.status, self.api.not_found()) {
             (200, _) => {
-                self.api.read_answer(locator, &answer.body).map_err(|reason| Error::Malformed { api, reason })?
+                let read = match self.api.inner_path(locator) {
+                    None => self.api.read_answer(locator, &answer.body),
+                    Some(inner_path) => match self.get(locator, &inner_path, pause).await? {
+                        inner if inner.status == 200 => self.api.read_answers(locator, &answer.body, &inner.body),
+                        inner => return Err(Error::Status { api, status: inner.status }),
+                    },
+                };
+                read.map_err(|reason| Error::Malformed { api, reason })?
             }
             (404, Some(liveness)) => JobReport { liveness, status: "not found".into(), runner: None },
             (status, _) => return Err(Error::Status { api, status }),
@@ -109,6 +99,32 @@ impl CiApi {
             report.runner = self.running_on(locator, path, user.as_deref(), token).await;
         }
         Ok(report)
+    }
+
+    /// One GET of `path` about the job at `locator`; the longest pause asked for so far is kept
+    /// in `pause`.
+    async fn get(&self, locator: &JobLocator, path: &str, pause: &mut Option<Duration>) -> Result<http::Answer, Error> {
+        let api = self.api.name();
+        let url = format!("{}{path}", self.api_url);
+        let answer = match &self.credentials {
+            Credentials::Token { user, token } => http::get(&self.http, self.api, &url, user.as_deref(), token).await,
+            Credentials::App(tokens) => match tokens.token_for(locator).await {
+                Ok(token) => http::get(&self.http, self.api, &url, None, &token.0).await,
+                Err(AppTokenError::Paused { seconds }) => Err(Error::Paused { api, seconds }),
+                Err(AppTokenError::Refused(reason)) => Err(Error::Auth { api, reason }),
+            },
+        };
+        match answer {
+            Ok(answer) => {
+                *pause = (*pause).max(answer.pause);
+                Ok(answer)
+            }
+            Err(Error::Paused { seconds, .. }) => {
+                *pause = (*pause).max(Some(Duration::from_secs(seconds)));
+                Err(Error::Paused { api, seconds })
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// The runner the API's list of runners shows running the job. Unreadable means unknown:

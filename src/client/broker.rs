@@ -13,6 +13,7 @@ use super::Error;
 use super::answer::Answer;
 use super::error::Refusal;
 use super::token::TokenSource;
+use crate::job::NamedJob;
 use crate::net::check_url_scheme;
 
 const RETRIES: u32 = 3;
@@ -77,11 +78,15 @@ impl BrokerClient {
         audience: &str,
         roles: &[String],
         ttl: Option<Duration>,
+        job: Option<&NamedJob>,
         retry: Retry,
     ) -> Result<Answer, Error> {
         let mut body = json!({ "roles": roles });
         if let Some(ttl) = ttl {
             body["ttl_seconds"] = json!(ttl.as_secs());
+        }
+        if let Some(job) = job {
+            body["job"] = json!({ "id": job.id, "attempt": job.attempt });
         }
         let url = format!("{}/v1/credentials", self.base);
         let raw = self

@@ -25,9 +25,10 @@ pub async fn get(args: GetArgs) -> Result<(), Error> {
     let destination = Destination::choose(args.format, args.output.as_deref())?;
     let client = BrokerClient::new(&args.broker)?;
     let source = TokenSource::detect(&args.token, |name| std::env::var(name).ok())?;
+    let job = token::named_job(|name| std::env::var(name).ok())?;
     let audience = args.token.audience_or(&args.broker);
     let retry = Retry::new(args.token.retry_delay);
-    let answer = client.exchange(&source, &audience, &args.roles, args.ttl, retry).await?;
+    let answer = client.exchange(&source, &audience, &args.roles, args.ttl, job.as_ref(), retry).await?;
     let rendered = render(args.format, &answer)?;
     for warning in &rendered.warnings {
         eprintln!("ci-creds: warning: {warning}");

@@ -8,7 +8,7 @@ use secrecy::SecretString;
 
 use super::{Error, TokenArgs};
 use crate::ci::{AskToken, JobToken};
-use crate::job::CiKind;
+use crate::job::{CiKind, NamedJob};
 
 const GENERIC: &str = "CI_CREDS_TOKEN";
 
@@ -77,6 +77,17 @@ impl TokenSource {
     }
 }
 
+/// The job within its run that the exchange names, where the CI's token names only the run and
+/// the job's environment names the job (`Ci::job_in_run`).
+pub(super) fn named_job(env: impl Fn(&str) -> Option<String>) -> Result<Option<NamedJob>, Error> {
+    let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    CiKind::ALL
+        .into_iter()
+        .find_map(|kind| kind.ci().job_in_run.as_ref().and_then(|job_in_run| (job_in_run.from_env)(&env)))
+        .transpose()
+        .map_err(Error::NoToken)
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -91,6 +102,21 @@ mod tests {
 
     fn args() -> TokenArgs {
         TokenArgs { audience: None, token_file: None, token_env: None, retry_delay: Duration::from_secs(1) }
+    }
+
+    fn named(vars: &[(&str, &str)]) -> Result<Option<NamedJob>, Error> {
+        named_job(|name| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned()))
+    }
+
+    #[test]
+    fn a_job_is_named_where_the_ci_names_it_in_the_environment() {
+        const JOB: &str = "e87e3d16-29b0-5003-7d86-82b704b96244";
+        let job = named(&[("SYSTEM_JOBID", JOB), ("SYSTEM_JOBATTEMPT", "1")]).unwrap().unwrap();
+        assert_eq!((job.id.as_str(), job.attempt), (JOB, 1));
+        assert!(named(&[("SYSTEM_JOBID", JOB)]).unwrap().is_none());
+        assert!(named(&[("SYSTEM_JOBID", " "), ("SYSTEM_JOBATTEMPT", "1")]).unwrap().is_none());
+        let error = named(&[("SYSTEM_JOBID", "x"), ("SYSTEM_JOBATTEMPT", "1")]).unwrap_err();
+        assert_eq!(error.exit_code(), 3, "{error}");
     }
 
     #[test]

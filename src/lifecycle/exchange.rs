@@ -11,7 +11,7 @@ use super::{Broker, Error};
 use crate::audit::{Event, JobIdentity};
 use crate::backends::{self, Backend, Credential, MintRequest, Minted, RevokeHandle};
 use crate::identity::token_sha256;
-use crate::job::Job;
+use crate::job::{Job, NamedJob};
 use crate::policy::{AWS_MIN_SESSION, BackendKind, Decision, Role};
 use crate::store::{JobCiFacts, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 
@@ -60,7 +60,10 @@ impl Broker {
                 return Attempt { repository: None, result: Err(error) };
             }
         };
-        let result = self.exchange_verified(&mut job, &token_sha256, &request).await;
+        let result = match bind_named_job(&mut job, request.job.clone()) {
+            Ok(()) => self.exchange_verified(&mut job, &token_sha256, &request).await,
+            Err(error) => Err(error),
+        };
         match &result {
             Ok((issued, _)) => self.record_runner_job(&job, issued.len(), false),
             // Refusals before the decision (a replay, an ended job) say nothing of the runner.
@@ -289,6 +292,21 @@ impl Broker {
         if let Err(error) = self.backends.revoke(handle).await {
             tracing::error!(%error, "revoking a credential whose lease could not be recorded failed; it lives until its TTL");
         }
+    }
+}
+
+/// Binds a verified job to the job within its run that the request names, for a CI whose token
+/// names only the run; a request naming a job for any other CI is refused.
+fn bind_named_job(job: &mut Job, named: Option<NamedJob>) -> Result<(), Error> {
+    let Some(named) = named else { return Ok(()) };
+    match job.kind.and_then(|kind| kind.ci().job_in_run.as_ref()) {
+        Some(job_in_run) => {
+            (job_in_run.bind)(job, named);
+            Ok(())
+        }
+        None => Err(Error::InvalidRequest(
+            "`job` names a job within an Azure Pipelines run; this token's CI names its job itself".into(),
+        )),
     }
 }
 

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::Error;
+use crate::job::NamedJob;
 
 /// More roles than any job needs in one exchange; bounds the work one request can cause.
 pub const MAX_ROLES_PER_EXCHANGE: usize = 16;
@@ -13,6 +14,9 @@ pub struct ExchangeRequest {
     pub roles: Vec<String>,
     /// Clamped to each role's `max_ttl`; the role's `max_ttl` when absent.
     pub ttl: Option<Duration>,
+    /// The job within its run that the credentials are for, for a CI whose token names only the
+    /// run (Azure Pipelines); refused for any other CI.
+    pub job: Option<NamedJob>,
 }
 
 pub fn check_request(request: &ExchangeRequest) -> Result<(), Error> {

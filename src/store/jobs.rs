@@ -121,6 +121,26 @@ impl Store {
         })
     }
 
+    /// The ids of `issuer`'s jobs that lie within the one `parent` names (`{parent}/…`): an
+    /// Azure Pipelines run's jobs, to be ended with it. `LIKE` finds them by prefix with `%`, `_`
+    /// and the escape character escaped; the exact comparison of the prefix keeps SQLite's
+    /// case-insensitive `LIKE` from matching more.
+    pub async fn job_ids_within(&self, issuer: &str, parent: &str) -> Result<Vec<String>, Error> {
+        let prefix = format!("{parent}/");
+        let pattern = format!("{}%", escape_like(&prefix));
+        let ids = sqlx::query_scalar(
+            "SELECT job_id FROM jobs WHERE issuer = $1 AND job_id LIKE $2 ESCAPE '\\'
+                 AND substr(job_id, 1, length($3)) = $3
+             ORDER BY job_id",
+        )
+        .bind(issuer)
+        .bind(pattern)
+        .bind(prefix)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(ids)
+    }
+
     pub async fn count_jobs(&self, state: JobState) -> Result<i64, Error> {
         let count = sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE state = $1")
             .bind(state.as_str())
@@ -161,6 +181,18 @@ impl Store {
             .await?;
         Ok(jobs)
     }
+}
+
+/// `text` as a literal in a `LIKE … ESCAPE '\\'` pattern.
+fn escape_like(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
 }
 
 fn job_from_row(row: &AnyRow) -> Result<JobRecord, Error> {

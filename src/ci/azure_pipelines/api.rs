@@ -1,6 +1,8 @@
 //! The Azure DevOps build API: `GET {organization URL}/{project}/_apis/build/builds/{run}` for a run,
-//! read with a personal access token (HTTP Basic, no user). Rate limits delay, then answer 429
-//! with `Retry-After` and `X-RateLimit-*` headers.
+//! and for a job within it the run's timeline too (`…/builds/{run}/timeline`), whose job record
+//! says whether that attempt of the job runs and names its agent. Read with a personal access
+//! token (HTTP Basic, no user). Rate limits delay, then answer 429 with `Retry-After` and
+//! `X-RateLimit-*` headers.
 
 use std::time::Duration;
 
@@ -10,7 +12,7 @@ use serde_json::Value;
 
 use crate::ci::JobLocator;
 use crate::ci::api::{JobApi, JobReport, Liveness, TokenHeader, check_about_job, header_number, until_epoch};
-use crate::job::{FactSource, Job, RunnerFacts, bounded_fact};
+use crate::job::{FactSource, Job, NamedJob, RunnerFacts, bounded_fact};
 use crate::net::path_segment;
 
 pub struct BuildsApi;
@@ -21,11 +23,21 @@ pub struct Locator {
     /// The project's id (`prj_id`).
     pub project: String,
     pub run_id: u64,
+    /// The job within the run its credentials are bound to, when the exchange named one; absent
+    /// from what brokers that bound only runs stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<NamedJob>,
 }
 
 impl Locator {
     pub fn path(&self) -> Option<String> {
         Some(format!("/{}/_apis/build/builds/{}?api-version=7.1", path_segment(&self.project)?, self.run_id))
+    }
+
+    /// The run's timeline, asked about a named job.
+    pub fn timeline_path(&self) -> Option<String> {
+        self.job.as_ref()?;
+        Some(format!("/{}/_apis/build/builds/{}/timeline?api-version=7.1", path_segment(&self.project)?, self.run_id))
     }
 }
 
@@ -47,6 +59,8 @@ struct Project {
 #[derive(Deserialize)]
 struct Queue {
     #[serde(default)]
+    id: Option<u64>,
+    #[serde(default)]
     pool: Option<Pool>,
 }
 
@@ -56,6 +70,29 @@ struct Pool {
     name: String,
     #[serde(default)]
     is_hosted: bool,
+}
+
+/// A run's timeline: a record per stage, phase, job and task. Nulls are explicit; missing and null
+/// are read alike.
+#[derive(Deserialize)]
+struct Timeline {
+    records: Vec<Record>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Record {
+    id: String,
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    attempt: Option<u32>,
+    #[serde(default)]
+    worker_name: Option<String>,
+    #[serde(default)]
+    queue_id: Option<u64>,
 }
 
 impl JobApi for BuildsApi {
@@ -75,33 +112,63 @@ impl JobApi for BuildsApi {
     fn locate(&self, job: &Job) -> Result<JobLocator, &'static str> {
         let project = job.claims.get("prj_id").and_then(Value::as_str).ok_or("no `prj_id` claim")?;
         let run_id = job.run_id.as_deref().and_then(|run| run.parse().ok()).ok_or("no `run_id` claim")?;
-        Ok(JobLocator::AzurePipelines(Locator { project: project.to_owned(), run_id }))
+        Ok(JobLocator::AzurePipelines(Locator { project: project.to_owned(), run_id, job: job.named_job.clone() }))
     }
 
     fn read_answer(&self, locator: &JobLocator, body: &[u8]) -> Result<JobReport, String> {
-        let JobLocator::AzurePipelines(asked) = locator else {
-            return Err("the job was recorded for another CI".into());
+        let asked = asked(locator)?;
+        let answer = read_build(asked, body)?;
+        let runner = answer.queue.and_then(|queue| queue.pool).map(pool_facts);
+        Ok(JobReport { liveness: run_liveness(&answer.status), status: bounded_fact(answer.status), runner })
+    }
+
+    fn inner_path(&self, locator: &JobLocator) -> Option<String> {
+        asked(locator).ok()?.timeline_path()
+    }
+
+    /// A named job runs while its attempt's record is `inProgress`; it has finished once that
+    /// record is `completed`, a later attempt has replaced it, or the run is completed. A record
+    /// that is `pending` or absent settles nothing. The agent is the record's `workerName`; the
+    /// run's pool is the job's only where the record's queue is the run's.
+    fn read_answers(&self, locator: &JobLocator, build: &[u8], timeline: &[u8]) -> Result<JobReport, String> {
+        let asked = asked(locator)?;
+        let job = asked.job.as_ref().ok_or("the locator names no job within the run")?;
+        let answer = read_build(asked, build)?;
+        let timeline: Timeline = serde_json::from_slice(timeline).map_err(|e| format!("the timeline: {e}"))?;
+        let record = timeline
+            .records
+            .into_iter()
+            .find(|record| record.kind.as_deref() == Some("Job") && record.id.eq_ignore_ascii_case(&job.id));
+        let Some(record) = record else {
+            let liveness =
+                if run_liveness(&answer.status) == Liveness::Finished { Liveness::Finished } else { Liveness::Unknown };
+            return Ok(JobReport { liveness, status: "not in the run's timeline".into(), runner: None });
         };
-        let answer: Answer = serde_json::from_slice(body).map_err(|e| e.to_string())?;
-        check_about_job(&asked.run_id.to_string(), &answer.id.to_string())?;
-        if let Some(project) = &answer.project {
-            check_about_job(&asked.project, &project.id)?;
-        }
-        let liveness = match answer.status.as_str() {
-            "inProgress" | "cancelling" => Liveness::Running,
-            "completed" => Liveness::Finished,
-            _ => Liveness::Unknown,
-        };
-        let runner = answer.queue.and_then(|queue| queue.pool).map(|pool| {
-            RunnerFacts {
-                group: Some(pool.name),
-                runner_type: Some(if pool.is_hosted { "hosted" } else { "self-hosted" }.to_owned()),
-                source: FactSource::CiApi.as_str().to_owned(),
-                ..RunnerFacts::default()
+        let state = record.state.as_deref().unwrap_or("none");
+        let (liveness, status) = match record.attempt {
+            _ if run_liveness(&answer.status) == Liveness::Finished => (Liveness::Finished, answer.status.clone()),
+            Some(attempt) if attempt > job.attempt => (Liveness::Finished, format!("replaced by attempt {attempt}")),
+            Some(attempt) if attempt == job.attempt => {
+                let liveness = match state {
+                    "inProgress" => Liveness::Running,
+                    "completed" => Liveness::Finished,
+                    _ => Liveness::Unknown,
+                };
+                (liveness, state.to_owned())
             }
-            .bounded()
-        });
-        Ok(JobReport { liveness, status: bounded_fact(answer.status), runner })
+            _ => (Liveness::Unknown, "the attempt is not in the run's timeline".to_owned()),
+        };
+        let same_queue =
+            record.queue_id.is_some() && answer.queue.as_ref().and_then(|queue| queue.id) == record.queue_id;
+        let pool = answer.queue.and_then(|queue| queue.pool).filter(|_| same_queue).map(pool_facts);
+        let runner = RunnerFacts {
+            name: record.worker_name.filter(|name| !name.is_empty()),
+            source: FactSource::CiApi.as_str().to_owned(),
+            ..pool.unwrap_or_default()
+        }
+        .bounded();
+        let runner = (runner.name.is_some() || runner.group.is_some()).then_some(runner);
+        Ok(JobReport { liveness, status: bounded_fact(status), runner })
     }
 
     /// `X-RateLimit-Remaining: 0` until `X-RateLimit-Reset` (epoch seconds).
@@ -110,4 +177,39 @@ impl JobApi for BuildsApi {
             .then(|| header_number(headers, "x-ratelimit-reset").map(|reset| until_epoch(reset, now)))
             .flatten()
     }
+}
+
+fn asked(locator: &JobLocator) -> Result<&Locator, String> {
+    match locator {
+        JobLocator::AzurePipelines(asked) => Ok(asked),
+        _ => Err("the job was recorded for another CI".into()),
+    }
+}
+
+/// The build answer, if it is about the run and project asked about.
+fn read_build(asked: &Locator, body: &[u8]) -> Result<Answer, String> {
+    let answer: Answer = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    check_about_job(&asked.run_id.to_string(), &answer.id.to_string())?;
+    if let Some(project) = &answer.project {
+        check_about_job(&asked.project, &project.id)?;
+    }
+    Ok(answer)
+}
+
+fn run_liveness(status: &str) -> Liveness {
+    match status {
+        "inProgress" | "cancelling" => Liveness::Running,
+        "completed" => Liveness::Finished,
+        _ => Liveness::Unknown,
+    }
+}
+
+fn pool_facts(pool: Pool) -> RunnerFacts {
+    RunnerFacts {
+        group: Some(pool.name),
+        runner_type: Some(if pool.is_hosted { "hosted" } else { "self-hosted" }.to_owned()),
+        source: FactSource::CiApi.as_str().to_owned(),
+        ..RunnerFacts::default()
+    }
+    .bounded()
 }

@@ -1,6 +1,6 @@
 //! Azure Pipelines' pipeline OIDC tokens (Microsoft documents no claims; the shapes are public
 //! captures): every claim a string. The token names the run, not the job, so the run is the job
-//! its credentials are bound to. The issuer names the organisation, but every organisation's
+//! its credentials are bound to, unless the exchange names the job within it (`bind_job`). The issuer names the organisation, but every organisation's
 //! tokens are signed with one shared JWKS: `org_id` must be the organisation the issuer names.
 
 use serde::Deserialize;
@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, required};
-use crate::job::{CiKind, Job, RunnerKey};
+use crate::job::{CiKind, Job, NamedJob, RunnerKey};
 
 #[derive(Deserialize)]
 struct Claims {
@@ -58,4 +58,16 @@ pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
         runner_key_by: RunnerKey::Unknown,
         ..Job::new(issuer.name, run_id, required(c.rpo_id, "rpo_id")?)
     })
+}
+
+/// Binds the run's credentials to the job within it that the exchange request names, once the
+/// run's timeline confirms it runs: its id is `{run}/{job}/{attempt}`. Azure derives a job's id
+/// from its stage's and its own names, so the same id recurs in every run of a pipeline and in
+/// unrelated organisations; the issuer already pins the organisation. The agent that runs a job
+/// is named within its pool, so the pool and the agent's name tell it from others.
+pub fn bind_job(job: &mut Job, named: NamedJob) {
+    let run = job.run_id.clone().unwrap_or_else(|| job.job_id.clone());
+    job.job_id = format!("{run}/{}/{}", named.id, named.attempt);
+    job.runner_key_by = RunnerKey::GroupAndName;
+    job.named_job = Some(named);
 }

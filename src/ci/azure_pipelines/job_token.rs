@@ -11,10 +11,14 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 use crate::ci::job_token::{AskToken, Asking, Env, JobToken};
+use crate::job::NamedJob;
 use crate::net::check_url_scheme;
 
 pub const REQUEST_URI_ENV: &str = "SYSTEM_OIDCREQUESTURI";
 pub const ACCESS_TOKEN_ENV: &str = "SYSTEM_ACCESSTOKEN";
+/// The job's record in its run's timeline, and which attempt of it runs: every step sees both.
+pub const JOB_ID_ENV: &str = "SYSTEM_JOBID";
+pub const JOB_ATTEMPT_ENV: &str = "SYSTEM_JOBATTEMPT";
 const API_VERSION: &str = "7.1";
 const FETCH_TIMEOUT: Duration = Duration::from_secs(15);
 /// A pipeline token is a JWT of a few kilobytes; an answer far larger is not one.
@@ -40,6 +44,18 @@ pub fn find(env: Env<'_>) -> Option<JobToken> {
     let uri = env(REQUEST_URI_ENV)?;
     let access_token = env(ACCESS_TOKEN_ENV).map(SecretString::from);
     Some(JobToken::Asked(Box::new(TokenRequest { uri, access_token })))
+}
+
+/// The job within the run, when both its id and its attempt are set: the exchange names it, so
+/// that the credentials are bound to this job rather than to the whole run. An error names the
+/// variable that is wrong, not its value.
+pub fn named_job(env: Env<'_>) -> Option<Result<NamedJob, String>> {
+    let (id, attempt) = (env(JOB_ID_ENV)?, env(JOB_ATTEMPT_ENV)?);
+    let named = match attempt.trim().parse::<u32>() {
+        Ok(attempt) => NamedJob::new(id.trim(), attempt),
+        Err(_) => Err(format!("${JOB_ATTEMPT_ENV} is not a whole number")),
+    };
+    Some(named.map_err(|why| format!("${JOB_ID_ENV} and ${JOB_ATTEMPT_ENV} do not name a job: {why}")))
 }
 
 impl AskToken for TokenRequest {
@@ -142,6 +158,26 @@ mod tests {
         let Some(JobToken::Asked(asking)) = found(vars) else { panic!("Azure Pipelines not detected") };
         let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         asking.ask(&http, "https://ci-creds.example").await
+    }
+
+    fn named(vars: &[(&str, &str)]) -> Option<Result<NamedJob, String>> {
+        let vars: HashMap<String, String> = vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        named_job(&|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn azure_job_is_named_by_its_id_and_attempt_together() {
+        const JOB: &str = "E87E3D16-29b0-5003-7d86-82b704b96244";
+        let job = named(&[(JOB_ID_ENV, JOB), (JOB_ATTEMPT_ENV, "2")]).unwrap().unwrap();
+        assert_eq!((job.id.as_str(), job.attempt), ("e87e3d16-29b0-5003-7d86-82b704b96244", 2));
+        assert_eq!(named(&[(JOB_ID_ENV, JOB)]), None);
+        assert_eq!(named(&[(JOB_ATTEMPT_ENV, "1")]), None);
+        for (id, attempt, wrong) in
+            [(JOB, "x", "$SYSTEM_JOBATTEMPT is not"), (JOB, "0", "must be 1 to 1000"), ("__default", "1", "GUID")]
+        {
+            let error = named(&[(JOB_ID_ENV, id), (JOB_ATTEMPT_ENV, attempt)]).unwrap().unwrap_err();
+            assert!(error.contains(wrong), "{error}");
+        }
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Azure Pipelines: the pipeline OIDC token (one issuer per organisation, one JWKS for all),
-//! service hooks, and the build API of Azure DevOps. A run is the job its credentials are bound to.
-//! Inside a job, `ci-creds get` requests the token and hands credentials on by logging commands.
+//! service hooks, and the build API of Azure DevOps. A run is the job its credentials are bound to,
+//! or the job within it that the exchange names and the run's timeline shows running. Inside a
+//! job, `ci-creds get` requests the token, names its job and hands credentials on by logging
+//! commands.
 
 mod api;
 mod claims;
@@ -14,7 +16,7 @@ mod tests;
 
 pub use api::Locator;
 
-use super::{Ci, StepOutput};
+use super::{Ci, JobInRun, StepOutput};
 
 pub const CI: Ci = Ci {
     title: "Azure Pipelines",
@@ -25,7 +27,7 @@ pub const CI: Ci = Ci {
     liveness_required: true,
     map_claims: claims::job,
     webhook_secret_key: "credentials_env",
-    webhook_summary: "Azure DevOps service hooks (`ms.vss-pipelines.run-state-changed-event`), by HTTP Basic credentials.",
+    webhook_summary: "Azure DevOps service hooks (`ms.vss-pipelines.run-state-changed-event`, `ms.vss-pipelines.job-state-changed-event`), by HTTP Basic credentials.",
     read_delivery: webhook::read,
     api: Some(&api::BuildsApi),
     find_job_token: job_token::find,
@@ -38,4 +40,5 @@ pub const CI: Ci = Ci {
         line: Some(set_variable::line),
         warning: None,
     }),
+    job_in_run: Some(JobInRun { from_env: job_token::named_job, bind: claims::bind_job }),
 };

@@ -25,4 +25,5 @@ pub const CI: Ci = Ci {
     find_job_token: job_token::find,
     job_token_hint: "$BUILDKITE_AGENT_ACCESS_TOKEN (Buildkite, via `buildkite-agent oidc request-token`)",
     step_output: None,
+    job_in_run: None,
 };

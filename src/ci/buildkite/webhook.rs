@@ -58,7 +58,7 @@ pub fn read(headers: &HeaderMap, body: &[u8], token: &SecretString) -> Result<Ve
     match (event, runner) {
         ("job.started", Some(runner)) => Ok(Verdict::Started { job_id: delivery.job.id, runner }),
         ("job.started", None) => Ok(Verdict::Ignore("`job.started` names no agent".into())),
-        (_, runner) => Ok(Verdict::End { job_id: delivery.job.id, delivery_id: None, runner }),
+        (_, runner) => Ok(Verdict::End { job_id: delivery.job.id, delivery_id: None, runner, jobs_within: false }),
     }
 }
 

@@ -23,6 +23,7 @@ pub const CI: Ci = Ci {
     find_job_token: job_token,
     job_token_hint: "$CIRCLE_OIDC_TOKEN_V2 (CircleCI)",
     step_output: None,
+    job_in_run: None,
 };
 
 /// The token CircleCI puts in every job's environment, with the project's audience.

@@ -41,7 +41,7 @@ pub fn read(headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<V
     if delivery.id.is_empty() {
         return Err(WebhookError::InvalidRequest("the event's `id` is empty".into()));
     }
-    Ok(Verdict::End { job_id: job.id, delivery_id: Some(delivery.id), runner: None })
+    Ok(Verdict::End { job_id: job.id, delivery_id: Some(delivery.id), runner: None, jobs_within: false })
 }
 
 /// Any `v1=` value of the comma-separated header matching the body's HMAC-SHA256; each compared
@@ -86,6 +86,7 @@ mod tests {
             job_id: "8b91f9a8-7975-4e60-916c-f0152ccbc937".into(),
             delivery_id: Some("e-1".into()),
             runner: None,
+            jobs_within: false,
         };
         for (case, value, accepted) in [
             ("one v1", format!("v1={good}"), true),

@@ -38,4 +38,5 @@ pub const CI: Ci = Ci {
         line: None,
         warning: None,
     }),
+    job_in_run: None,
 };

@@ -37,6 +37,7 @@ pub fn read(headers: &HeaderMap, body: &[u8], secret: &SecretString) -> Result<V
             job_id,
             delivery_id: header(headers, "x-github-delivery").map(str::to_owned),
             runner: delivery.workflow_job.runner.facts(&told_by_webhook(CiKind::Github)),
+            jobs_within: false,
         }),
         "in_progress" => match delivery.workflow_job.runner.facts(&told_by_webhook(CiKind::Github)) {
             Some(runner) => Ok(Verdict::Started { job_id, runner }),

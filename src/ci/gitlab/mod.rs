@@ -33,4 +33,5 @@ pub const CI: Ci = Ci {
             "a dotenv report is stored as a job artifact: whoever can read this pipeline's artifacts can read these credentials until they expire; keep --ttl short and revoke in after_script",
         ),
     }),
+    job_in_run: None,
 };

@@ -68,5 +68,6 @@ pub fn read(headers: &HeaderMap, body: &[u8], token: &SecretString) -> Result<Ve
         job_id,
         delivery_id: delivery_id.map(str::to_owned),
         runner: delivery.runner.map(HookRunner::facts),
+        jobs_within: false,
     })
 }

@@ -32,4 +32,5 @@ pub const CI: Ci = Ci {
     find_job_token: job_token::find,
     job_token_hint: "$CI_CREDS_ID_TOKEN or $CI_CREDS_ID_TOKEN_FILE (Jenkins `withCredentials`)",
     step_output: None,
+    job_in_run: None,
 };

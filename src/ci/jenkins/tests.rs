@@ -157,7 +157,15 @@ fn notification(credentials: Option<&str>, body: &[u8]) -> Result<Verdict, Webho
 fn a_notification_with_the_configured_credentials_ends_its_build_and_any_other_is_refused() {
     let completed = fixture("jenkins-notification-completed.json");
     let ended = notification(Some("ci-creds:s3cret"), &completed).unwrap();
-    assert_eq!(ended, Verdict::End { job_id: "octo-org/octo-repo/main#42".into(), delivery_id: None, runner: None });
+    assert_eq!(
+        ended,
+        Verdict::End {
+            job_id: "octo-org/octo-repo/main#42".into(),
+            delivery_id: None,
+            runner: None,
+            jobs_within: false
+        }
+    );
     for wrong in [Some("ci-creds:s3cre"), Some("ci-creds:s3cret "), Some("other:s3cret"), Some(""), None] {
         assert_eq!(notification(wrong, &completed), Err(WebhookError::InvalidSignature), "{wrong:?}");
     }

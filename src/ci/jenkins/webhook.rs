@@ -44,5 +44,5 @@ pub fn read(headers: &HeaderMap, body: &[u8], credentials: &SecretString) -> Res
     if build.url.is_some_and(|url| url != format!("{}{}/", delivery.url, build.number)) {
         return Err(WebhookError::InvalidRequest("`build.url` is not build `build.number` of job `url`".into()));
     }
-    Ok(Verdict::End { job_id: job_id(&full_name, build.number), delivery_id: None, runner: None })
+    Ok(Verdict::End { job_id: job_id(&full_name, build.number), delivery_id: None, runner: None, jobs_within: false })
 }

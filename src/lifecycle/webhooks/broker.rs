@@ -28,8 +28,8 @@ impl Broker {
                 self.audit.record(&Event::WebhookRefused { ci: source.name(), reason: "invalid_signature" });
             }
         })?;
-        let (job_id, delivery_id, runner) = match verdict {
-            Verdict::End { job_id, delivery_id, runner } => (job_id, delivery_id, runner),
+        let (job_id, delivery_id, runner, jobs_within) = match verdict {
+            Verdict::End { job_id, delivery_id, runner, jobs_within } => (job_id, delivery_id, runner, jobs_within),
             Verdict::Started { job_id, runner } => {
                 self.record_runner(&endpoint.issuer, &job_id, &runner).await?;
                 return Ok(WebhookOutcome::RunnerRecorded { job_id });
@@ -40,8 +40,23 @@ impl Broker {
             self.record_runner(&endpoint.issuer, &job_id, runner).await?;
         }
         let delivery = delivery_id.as_deref().map(|id| (source.name(), id));
-        let ended = self.end_job(&endpoint.issuer, &job_id, EndedBy::Webhook(source.name()), delivery, None).await?;
-        Ok(ended.map_or(WebhookOutcome::Duplicate, WebhookOutcome::Ended))
+        let ended_by = EndedBy::Webhook(source.name());
+        let ended = self.end_job(&endpoint.issuer, &job_id, ended_by, delivery, None).await?;
+        if !jobs_within {
+            return Ok(ended.map_or(WebhookOutcome::Duplicate, WebhookOutcome::Ended));
+        }
+        // Even for a redelivery: a broker that stopped after the run's end and before its jobs'
+        // ends them now. Each job's end is written before its credentials are revoked, as any.
+        let mut revoked = ended.as_ref().map_or(0, |end| end.revoked);
+        for within in self.store.job_ids_within(&endpoint.issuer, &job_id).await? {
+            if let Some(end) = self.end_job(&endpoint.issuer, &within, ended_by, None, None).await? {
+                revoked += end.revoked;
+            }
+        }
+        Ok(match ended {
+            None if revoked == 0 => WebhookOutcome::Duplicate,
+            _ => WebhookOutcome::Ended(JobEnd { job_id, revoked }),
+        })
     }
 
     async fn record_runner(&self, issuer: &str, job_id: &str, runner: &RunnerFacts) -> Result<(), Error> {
