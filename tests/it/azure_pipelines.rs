@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::azure_devops::{AZURE_AUDIENCE, AzureDevOps, ORG, OTHER_ORG, Org, RUN, Run};
+use crate::support::azure_devops::{
+    AZURE_AUDIENCE, AzureDevOps, JOB, ORG, OTHER_ORG, Org, RUN, Run, SIBLING, TimelineJob,
+};
 use crate::support::stack::Stack;
 use crate::support::{AUDIENCE, claims_for};
 
@@ -34,6 +36,12 @@ pub const ROLES: &str = r#"  - name: azure-read
       - issuer: azure-other
         owner_id: "5e1f2a3b-7c4d-4e5f-8a9b-0c1d2e3f4a5b"
         claims: { def_id: "12" }
+  - name: azure-single-use
+    backend: vault
+    max_ttl: 5m
+    vault: { policies: [read-config] }
+    allow:
+      - { issuer: azure, runner_tier: azure-agents }
 "#;
 
 /// A stack whose broker pins the fixtures' organisation as issuer `azure`, asks its build API,
@@ -45,6 +53,17 @@ pub async fn stack(azure: &AzureDevOps, config: &str) -> Stack {
 
 pub async fn exchange(stack: &Stack, token: &str, roles: &[&str]) -> (u16, Value) {
     stack.broker.exchange(token, &json!({ "roles": roles })).await
+}
+
+/// Exchanges `token` for `roles`, naming attempt `attempt` of job `job` within its run, as
+/// `ci-creds get` does from `SYSTEM_JOBID` and `SYSTEM_JOBATTEMPT`.
+pub async fn exchange_job(stack: &Stack, token: &str, roles: &[&str], job: &str, attempt: u32) -> (u16, Value) {
+    stack.broker.exchange(token, &json!({ "roles": roles, "job": { "id": job, "attempt": attempt } })).await
+}
+
+/// A job's id within run `run`.
+pub fn job_id(run: u64, job: &str, attempt: u32) -> String {
+    format!("{run}/{job}/{attempt}")
 }
 
 /// The error code and message of a refusal.
@@ -261,4 +280,128 @@ fn azure_pipelines_config_that_would_exchange_without_asking_the_build_api_is_re
     // `on_unavailable = "refuse"` spelled out is the default, and fine: it fails only on Vault.
     let (ok, stderr) = serve(&format!("{HEAD}{issuer}{}", api("on_unavailable = \"refuse\"")));
     assert!(!ok && !stderr.contains("ci_api"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_pipelines_named_job_is_bound_only_while_the_timeline_shows_that_attempt_running() {
+    let azure = AzureDevOps::start().await;
+    let stack = stack(&azure, "").await;
+    azure.set_run(ORG, RUN, Run::InProgress);
+    let named = |job: &'static str, attempt: u32| {
+        let token = azure.token(ORG, RUN, |_| {});
+        let stack = &stack;
+        async move { exchange_job(stack, &token, &["azure-read"], job, attempt).await }
+    };
+
+    // Not in the timeline yet, then waiting for an agent: unknown, and Azure's unknown refuses.
+    let (status, answer) = named(JOB, 1).await;
+    assert_eq!((status, refusal(&answer).0), (503, Some("ci_unavailable")), "{answer}");
+    azure.set_job(ORG, RUN, TimelineJob::new(JOB, "pending", None));
+    let (status, answer) = named(JOB, 1).await;
+    assert_eq!((status, refusal(&answer).0), (503, Some("ci_unavailable")), "{answer}");
+    assert_eq!(azure.timeline_calls(ORG, RUN), 2, "{:?}", azure.requests());
+
+    // Running: bound to that attempt of that job, its agent the record's.
+    azure.set_job(ORG, RUN, TimelineJob::new(JOB, "inProgress", Some("Azure Pipelines 1")));
+    let (status, answer) = named(JOB, 1).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["job"]["job_id"], job_id(RUN, JOB, 1));
+    let granted = events(&stack, "exchange.granted");
+    assert_eq!(
+        (&granted[0]["job"]["job_id"], &granted[0]["job"]["run_id"]),
+        (&json!(job_id(RUN, JOB, 1)), &json!("4711"))
+    );
+    assert_eq!(listed_job(&stack, &job_id(RUN, JOB, 1))["runner"]["name"], "Azure Pipelines 1");
+    // An attempt the timeline does not show running is not this one.
+    let (status, answer) = named(JOB, 2).await;
+    assert_eq!((status, refusal(&answer).0), (503, Some("ci_unavailable")), "{answer}");
+
+    // A job the timeline shows completed has ended: refused, and remembered as ended.
+    azure.set_job(ORG, RUN, TimelineJob::new(SIBLING, "completed", Some("Azure Pipelines 2")));
+    let (status, answer) = named(SIBLING, 1).await;
+    assert_eq!((status, refusal(&answer).0), (409, Some("job_ended")), "{answer}");
+    assert_eq!(listed_job(&stack, &job_id(RUN, SIBLING, 1))["ended_by"], "ci_api:exchange");
+    // Without a named job, the run is bound as before.
+    let (status, answer) = exchange(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-read"]).await;
+    assert_eq!((status, &answer["job"]["job_id"]), (200, &json!("4711")), "{answer}");
+
+    // A job that is not one is refused before anything is asked.
+    let asked = azure.requests().len();
+    for job in [
+        json!({ "id": "__default", "attempt": 1 }),
+        json!({ "id": JOB, "attempt": 0 }),
+        json!({ "id": JOB, "attempt": 1001 }),
+        json!({ "id": JOB }),
+        json!({ "id": JOB, "attempt": 1, "stage": "Build" }),
+        json!(JOB),
+    ] {
+        let body = json!({ "roles": ["azure-read"], "job": job });
+        let (status, answer) = stack.broker.exchange(&azure.token(ORG, RUN, |_| {}), &body).await;
+        assert_eq!((status, refusal(&answer).0), (400, Some("invalid_request")), "{job}: {answer}");
+        assert!(!refusal(&answer).1.contains("__default"), "the value is not echoed: {answer}");
+    }
+    assert_eq!(azure.requests().len(), asked, "{:?}", azure.requests());
+    // Another CI's token names its job itself.
+    let github = stack.github.sign(&claims_for(&stack.github, "github-token-claims.json", |_| {})).unwrap();
+    let (status, answer) = exchange_job(&stack, &github, &["read-config"], JOB, 1).await;
+    assert_eq!((status, refusal(&answer).0), (400, Some("invalid_request")), "{answer}");
+    assert!(refusal(&answer).1.contains("Azure Pipelines"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_pipelines_single_use_agents_serve_one_job() {
+    let azure = AzureDevOps::start().await;
+    let tiers = "  - name: azure-agents\n    single_use: true\n    match: { issuer: azure, runner_group: \"Azure Pipelines\" }\n";
+    let config = format!("{}{}", azure.issuer_config("azure", ORG, ""), azure.api_config("azure", ORG, ""));
+    let stack = Stack::start_with_policy(None, &config, tiers, ROLES, azure.env()).await;
+    azure.set_run(ORG, RUN, Run::InProgress);
+    azure.set_job(ORG, RUN, TimelineJob::new(JOB, "inProgress", Some("Azure Pipelines 1")));
+    let token = azure.token(ORG, RUN, |_| {});
+    let (status, answer) = exchange_job(&stack, &token, &["azure-single-use"], JOB, 1).await;
+    assert_eq!(status, 200, "{answer}");
+
+    // Another job of the run on the same agent of the same pool.
+    azure.set_job(ORG, RUN, TimelineJob::new(SIBLING, "inProgress", Some("Azure Pipelines 1")));
+    let token = azure.token(ORG, RUN, |_| {});
+    let (status, answer) = exchange_job(&stack, &token, &["azure-single-use"], SIBLING, 1).await;
+    assert_eq!((status, refusal(&answer).0), (403, Some("runner_reused")), "{answer}");
+    assert!(refusal(&answer).1.contains("Azure Pipelines/Azure Pipelines 1"), "pool and agent: {answer}");
+    let reused = events(&stack, "runner.reused");
+    assert_eq!(
+        (&reused[0]["runner_key"], &reused[0]["first_job_id"]),
+        (&json!("Azure Pipelines/Azure Pipelines 1"), &json!(job_id(RUN, JOB, 1)))
+    );
+
+    // A fresh agent serves its first job; a job in another queue than the run's has no known
+    // pool, so no tier; a run-bound exchange has no known agent.
+    let third = "0a6cf2b5-8cde-5e7e-8a43-7b5a0b6c1d2e";
+    azure.set_job(ORG, RUN, TimelineJob::new(third, "inProgress", Some("Azure Pipelines 2")));
+    let (status, answer) = exchange_job(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-single-use"], third, 1).await;
+    assert_eq!(status, 200, "{answer}");
+    let elsewhere = "7f1e2d3c-4b5a-5968-8776-655443322110";
+    azure.set_job(
+        ORG,
+        RUN,
+        TimelineJob { queue_id: 4800, ..TimelineJob::new(elsewhere, "inProgress", Some("linux-1")) },
+    );
+    let token = azure.token(ORG, RUN, |_| {});
+    let (status, answer) = exchange_job(&stack, &token, &["azure-single-use"], elsewhere, 1).await;
+    assert_eq!((status, refusal(&answer).0), (403, Some("access_denied")), "{answer}");
+    let (status, answer) = exchange(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-single-use"]).await;
+    assert_eq!((status, refusal(&answer).0), (403, Some("runner_unknown")), "{answer}");
+
+    // The fleet report counts the agents, keyed by pool and name.
+    let mut report = Value::Null;
+    for _ in 0..100 {
+        report = serde_json::from_str(&stack.broker.cli(&["runners", "report", "--format", "json"])).unwrap();
+        if report["summary"]["jobs"] == 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let runners = report["runners"].as_array().unwrap();
+    let agent = |key: &str| runners.iter().find(|runner| runner["key"] == key).cloned().unwrap_or(Value::Null);
+    let first = agent("Azure Pipelines/Azure Pipelines 1");
+    assert_eq!((&first["issuer"], &first["reused"]), (&json!("azure"), &json!(true)), "{report}");
+    assert_eq!(agent("Azure Pipelines/Azure Pipelines 2")["single_use"], json!(true), "{report}");
 }

@@ -1,14 +1,16 @@
-//! How an Azure Pipelines run's end reaches the broker, end to end: service hooks over HTTP
-//! Basic (a completed run ends every credential bound to it, a job's event ends nothing), and the
-//! build API asked by the reconciler when no hook came.
+//! How an Azure Pipelines run's and job's ends reach the broker, end to end: service hooks over
+//! HTTP Basic (a completed job ends the credentials bound to it, a completed run every credential
+//! bound to it or to a job within it), and the build API and the run's timeline asked by the
+//! reconciler when no hook came.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::azure_pipelines::{events, exchange, listed_job, refusal, stack};
+use crate::azure_pipelines::{events, exchange, exchange_job, job_id, listed_job, refusal, stack};
 use crate::support::azure_devops::{
-    AzureDevOps, HOOK_CREDENTIALS, ORG, RUN, Run, hook_headers, job_state_changed, run_state_changed,
+    AzureDevOps, HOOK_CREDENTIALS, JOB, ORG, RUN, Run, SIBLING, TimelineJob, hook_headers, job_completed,
+    job_state_changed, run_state_changed,
 };
 use crate::support::stack::Stack;
 
@@ -24,6 +26,15 @@ async fn read_config(stack: &Stack, token: &str) -> u16 {
 async fn credentials(stack: &Stack, azure: &AzureDevOps, run: u64) -> (String, String) {
     let (status, answer) = exchange(stack, &azure.token(ORG, run, |_| {}), &["azure-read"]).await;
     assert_eq!(status, 200, "run {run}: {answer}");
+    let vault = &answer["credentials"][0]["vault"];
+    (vault["token"].as_str().unwrap().to_owned(), vault["accessor"].as_str().unwrap().to_owned())
+}
+
+/// Exchanges a fresh token of `run` naming attempt 1 of `job`, for `azure-read`: its Vault token
+/// and accessor.
+async fn job_credentials(stack: &Stack, azure: &AzureDevOps, run: u64, job: &'static str) -> (String, String) {
+    let (status, answer) = exchange_job(stack, &azure.token(ORG, run, |_| {}), &["azure-read"], job, 1).await;
+    assert_eq!((status, &answer["job"]["job_id"]), (200, &json!(job_id(run, job, 1))), "{answer}");
     let vault = &answer["credentials"][0]["vault"];
     (vault["token"].as_str().unwrap().to_owned(), vault["accessor"].as_str().unwrap().to_owned())
 }
@@ -51,9 +62,10 @@ async fn azure_pipelines_run_completed_hook_revokes_the_runs_credentials_only_wi
         async move { broker.post(HOOKS, &headers, body).await }
     };
 
-    // A job of the run completed, the run going on: nothing ends (credentials are the run's).
+    // A job of the run completed, the run going on: that job ends, holding none of the run's
+    // credentials.
     let (status, answer) = deliver(Some(HOOK_CREDENTIALS), job_state_changed(RUN, &delivery_id())).await;
-    assert_eq!((status, &answer["status"]), (202, &json!("ignored")), "{answer}");
+    assert_eq!((status, answer), (200, json!({ "job_id": job_id(RUN, JOB, 1), "revoked": 0 })));
     let (status, answer) = deliver(Some(HOOK_CREDENTIALS), run_state_changed(RUN, "inProgress", &delivery_id())).await;
     assert_eq!((status, &answer["status"]), (202, &json!("ignored")), "{answer}");
 
@@ -71,7 +83,9 @@ async fn azure_pipelines_run_completed_hook_revokes_the_runs_credentials_only_wi
     for accessor in [&first_accessor, &second_accessor] {
         assert!(stack.bao.accessor_alive(accessor).await, "nothing above ended the run");
     }
-    assert!(events(&stack, "job.ended").is_empty());
+    let ended: Vec<Value> =
+        events(&stack, "job.ended").into_iter().map(|event| event["job"]["job_id"].clone()).collect();
+    assert_eq!(ended, [json!(job_id(RUN, JOB, 1))], "only the job the job event named");
     let audited = events(&stack, "webhook.refused");
     assert_eq!(audited.len(), 4, "each refused delivery is audited: {audited:?}");
     assert!(audited.iter().all(|event| event["ci"] == "azure_pipelines" && event["reason"] == "invalid_signature"));
@@ -94,9 +108,9 @@ async fn azure_pipelines_run_completed_hook_revokes_the_runs_credentials_only_wi
     let (status, answer) = deliver(Some(HOOK_CREDENTIALS), run_state_changed(RUN, "completed", &delivery)).await;
     assert_eq!((status, &answer["status"]), (202, &json!("duplicate_delivery")), "{answer}");
     let ended = events(&stack, "job.ended");
-    assert_eq!(ended.len(), 1, "ended once: {ended:?}");
-    assert_eq!(ended[0]["job"]["job_id"], "4711");
-    assert_eq!((&ended[0]["ended_by"], &ended[0]["source"]), (&json!("webhook:azure_pipelines"), &json!("webhook")));
+    assert_eq!(ended.len(), 2, "the job, then the run, each once: {ended:?}");
+    assert_eq!(ended[1]["job"]["job_id"], "4711");
+    assert_eq!((&ended[1]["ended_by"], &ended[1]["source"]), (&json!("webhook:azure_pipelines"), &json!("webhook")));
 
     // A fresh token of the ended run, although the API still says it is in progress.
     let (status, answer) = exchange(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-read"]).await;
@@ -130,4 +144,77 @@ async fn azure_pipelines_run_whose_end_no_hook_brought_is_ended_by_reconciliatio
 
     let (status, answer) = exchange(&stack, &azure.token(ORG, 4750, |_| {}), &["azure-read"]).await;
     assert_eq!((status, refusal(&answer).0), (409, Some("job_ended")), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_pipelines_job_completed_hook_revokes_that_jobs_credentials_and_the_runs_end_all_of_them() {
+    let azure = AzureDevOps::start().await;
+    let stack = stack(&azure, &azure.webhook_config("azure")).await;
+    azure.set_run(ORG, RUN, Run::InProgress);
+    azure.set_job(ORG, RUN, TimelineJob::new(JOB, "inProgress", Some("Azure Pipelines 1")));
+    azure.set_job(ORG, RUN, TimelineJob::new(SIBLING, "inProgress", Some("Azure Pipelines 2")));
+    // Two jobs of the run, each with its own Vault token; a step bound to the run; another run.
+    let (job, job_accessor) = job_credentials(&stack, &azure, RUN, JOB).await;
+    let (sibling, sibling_accessor) = job_credentials(&stack, &azure, RUN, SIBLING).await;
+    let (_, run_accessor) = credentials(&stack, &azure, RUN).await;
+    azure.set_run(ORG, 4760, Run::InProgress);
+    azure.set_job(ORG, 4760, TimelineJob::new(JOB, "inProgress", Some("Azure Pipelines 3")));
+    let (_, other_accessor) = job_credentials(&stack, &azure, 4760, JOB).await;
+    for token in [&job, &sibling] {
+        assert_eq!(read_config(&stack, token).await, 200, "the job's Vault token works");
+    }
+    let headers = hook_headers(Some(HOOK_CREDENTIALS));
+
+    // The first job completed: its credentials die, its sibling's and the run's live on.
+    let delivery = delivery_id();
+    let (status, answer) = stack.broker.post(HOOKS, &headers, job_completed(RUN, JOB, 1, &delivery)).await;
+    assert_eq!((status, answer), (200, json!({ "job_id": job_id(RUN, JOB, 1), "revoked": 1 })));
+    stack.until_revoked(std::slice::from_ref(&job_accessor), Duration::from_secs(5)).await;
+    assert_eq!(read_config(&stack, &job).await, 403, "OpenBao refuses the dead token");
+    for accessor in [&sibling_accessor, &run_accessor, &other_accessor] {
+        assert!(stack.bao.accessor_alive(accessor).await, "the sibling's, the run's and the other run's live on");
+    }
+    assert_eq!(read_config(&stack, &sibling).await, 200);
+    let (status, answer) = stack.broker.post(HOOKS, &headers, job_completed(RUN, JOB, 1, &delivery)).await;
+    assert_eq!((status, &answer["status"]), (202, &json!("duplicate_delivery")), "{answer}");
+    // The ended job cannot come back, although the timeline still shows it running.
+    let token = azure.token(ORG, RUN, |_| {});
+    let (status, answer) = exchange_job(&stack, &token, &["azure-read"], JOB, 1).await;
+    assert_eq!((status, refusal(&answer).0), (409, Some("job_ended")), "{answer}");
+
+    // The run completed: the run's and the sibling's credentials die; the other run's live on.
+    let delivery = delivery_id();
+    let (status, answer) = stack.broker.post(HOOKS, &headers, run_state_changed(RUN, "completed", &delivery)).await;
+    assert_eq!((status, answer), (200, json!({ "job_id": "4711", "revoked": 2 })));
+    stack.until_revoked(&[sibling_accessor, run_accessor], Duration::from_secs(5)).await;
+    assert_eq!(read_config(&stack, &sibling).await, 403);
+    assert!(stack.bao.accessor_alive(&other_accessor).await, "run 4760 is not run 4711");
+    for job in [job_id(RUN, JOB, 1), job_id(RUN, SIBLING, 1), "4711".to_owned()] {
+        assert_eq!(listed_job(&stack, &job)["state"], "ended", "{job}");
+    }
+    assert_eq!(listed_job(&stack, &job_id(4760, JOB, 1))["state"], "active");
+    let (status, answer) = stack.broker.post(HOOKS, &headers, run_state_changed(RUN, "completed", &delivery)).await;
+    assert_eq!((status, &answer["status"]), (202, &json!("duplicate_delivery")), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_pipelines_job_the_timeline_shows_completed_is_ended_by_reconciliation() {
+    let azure = AzureDevOps::start().await;
+    let stack = stack(&azure, ROUNDS_EVERY_SECOND).await;
+    azure.set_run(ORG, RUN, Run::InProgress);
+    azure.set_job(ORG, RUN, TimelineJob::new(JOB, "inProgress", Some("Azure Pipelines 1")));
+    azure.set_job(ORG, RUN, TimelineJob::new(SIBLING, "inProgress", Some("Azure Pipelines 2")));
+    let (job, job_accessor) = job_credentials(&stack, &azure, RUN, JOB).await;
+    let (sibling, sibling_accessor) = job_credentials(&stack, &azure, RUN, SIBLING).await;
+
+    azure.set_job(ORG, RUN, TimelineJob::new(JOB, "completed", Some("Azure Pipelines 1")));
+    stack.until_revoked(std::slice::from_ref(&job_accessor), Duration::from_secs(30)).await;
+    assert_eq!(read_config(&stack, &job).await, 403, "OpenBao refuses the dead token");
+    assert_eq!(listed_job(&stack, &job_id(RUN, JOB, 1))["ended_by"], "ci_api:reconcile");
+    assert!(azure.timeline_calls(ORG, RUN) >= 3, "asked at both exchanges, then by the reconciler");
+
+    // The sibling still runs, in the same run: its credentials live on.
+    assert!(stack.bao.accessor_alive(&sibling_accessor).await);
+    assert_eq!(read_config(&stack, &sibling).await, 200);
+    assert_eq!(listed_job(&stack, &job_id(RUN, SIBLING, 1))["state"], "active");
 }

@@ -3,8 +3,9 @@
 //! whose discovery points at ONE JWKS shared by every organisation (`<root>.well-known/jwks`),
 //! tokens signed RS256 with a key generated here, the build API at
 //! `<root><org name>/<project>/_apis/build/builds/<run>` answering from the fixtures of run 4711
-//! (in progress, completed, another status, 404, 500, 429 with `Retry-After`, or too slow), and
-//! service hook bodies. The API takes a personal access token as HTTP Basic password, any
+//! (in progress, completed, another status, 404, 500, 429 with `Retry-After`, or too slow), its
+//! timeline at `…/builds/<run>/timeline` (the fixture's stage and phase, and the job records a
+//! test sets), and service hook bodies. The API takes a personal access token as HTTP Basic password, any
 //! user: none or a wrong one gets 401, as Azure DevOps answers an API call. Every request is
 //! recorded with the status it got and the Basic user it carried.
 
@@ -66,6 +67,32 @@ pub enum Run {
     Slow(Duration),
 }
 
+/// Job `Compile` of stage `Build` (the fixtures' job): its timeline record's id, its `System.JobId`.
+pub const JOB: &str = "e87e3d16-29b0-5003-7d86-82b704b96244";
+/// Another job of the same run.
+pub const SIBLING: &str = "3dc8fd7e-4368-5a92-293e-d53cefc8c4c3";
+/// The build answers' queue (the run's pool's): a job record on it runs in that pool.
+pub const RUN_QUEUE: u64 = 4799;
+
+/// One attempt of a job as the run's timeline shows it.
+#[derive(Clone, Debug)]
+pub struct TimelineJob {
+    pub id: &'static str,
+    pub attempt: u32,
+    /// `pending`, `inProgress` or `completed`.
+    pub state: &'static str,
+    /// The agent, once one runs it.
+    pub worker: Option<&'static str>,
+    pub queue_id: u64,
+}
+
+impl TimelineJob {
+    /// The first attempt of job `id`, in `state`, on `worker`, in the run's queue.
+    pub fn new(id: &'static str, state: &'static str, worker: Option<&'static str>) -> Self {
+        Self { id, attempt: 1, state, worker, queue_id: RUN_QUEUE }
+    }
+}
+
 /// One request the stand-in received.
 #[derive(Clone, Debug)]
 pub struct Seen {
@@ -81,6 +108,8 @@ pub struct Seen {
 struct Shared {
     /// By organisation name, project id and run id. A run never set is not found (404).
     runs: HashMap<(String, String, u64), Run>,
+    /// Each run's job records, by the same key; a run without any shows none.
+    jobs: HashMap<(String, String, u64), Vec<TimelineJob>>,
     requests: Vec<Seen>,
 }
 
@@ -156,6 +185,21 @@ impl AzureDevOps {
         self.shared.lock().unwrap().runs.insert((org.name.to_owned(), PROJECT.to_owned(), run), answer);
     }
 
+    /// Shows `job` in the timeline of run `run` of `org` from now on, in place of any record of
+    /// the same job id.
+    pub fn set_job(&self, org: Org, run: u64, job: TimelineJob) {
+        let mut shared = self.shared.lock().unwrap();
+        let jobs = shared.jobs.entry((org.name.to_owned(), PROJECT.to_owned(), run)).or_default();
+        jobs.retain(|shown| shown.id != job.id);
+        jobs.push(job);
+    }
+
+    /// How many times the timeline of run `run` of `org` was asked for.
+    pub fn timeline_calls(&self, org: Org, run: u64) -> usize {
+        let path = format!("/{}/{PROJECT}/_apis/build/builds/{run}/timeline?api-version=7.1", org.name);
+        self.requests().iter().filter(|seen| seen.target == path).count()
+    }
+
     /// Every request received, in order.
     pub fn requests(&self) -> Vec<Seen> {
         self.shared.lock().unwrap().requests.clone()
@@ -227,11 +271,18 @@ pub fn run_state_changed(run: u64, state: &str, delivery: &str) -> Vec<u8> {
 }
 
 /// A `ms.vss-pipelines.job-state-changed-event` delivery (azure-pipelines-hook-job-completed.json):
-/// a job of run `run` completed, the run going on.
+/// the fixtures' job ([`JOB`], attempt 1) of run `run` completed, the run going on.
 pub fn job_state_changed(run: u64, delivery: &str) -> Vec<u8> {
+    job_completed(run, JOB, 1, delivery)
+}
+
+/// The same delivery for attempt `attempt` of job `job`.
+pub fn job_completed(run: u64, job: &str, attempt: u32, delivery: &str) -> Vec<u8> {
     let mut hook = fixture("azure-pipelines-hook-job-completed.json");
     hook["id"] = json!(delivery);
     hook["resource"]["run"]["id"] = json!(run);
+    hook["resource"]["job"]["id"] = json!(job);
+    hook["resource"]["job"]["attempt"] = json!(attempt);
     serde_json::to_vec(&hook).unwrap()
 }
 
@@ -281,7 +332,7 @@ async fn respond(service: &Service, path: &str, query: &str, credentials: Option
         return (StatusCode::UNAUTHORIZED, challenge, "Access Denied: The Personal Access Token used is not valid.")
             .into_response();
     }
-    let Some((org, project, run)) = build_of(path) else { return not_found("no such resource") };
+    let Some((org, project, run, timeline)) = build_of(path) else { return not_found("no such resource") };
     if !query.split('&').any(|pair| pair == "api-version=7.1") {
         return (
             StatusCode::BAD_REQUEST,
@@ -289,10 +340,15 @@ async fn respond(service: &Service, path: &str, query: &str, credentials: Option
         )
             .into_response();
     }
-    let answer = service.shared.lock().unwrap().runs.get(&(org, project.clone(), run)).cloned();
+    let key = (org, project.clone(), run);
+    let answer = service.shared.lock().unwrap().runs.get(&key).cloned();
     let Some(answer) = answer else {
         return not_found(&format!("The requested build {run} could not be found."));
     };
+    if timeline {
+        let jobs = service.shared.lock().unwrap().jobs.get(&key).cloned().unwrap_or_default();
+        return Json(timeline_of(&jobs)).into_response();
+    }
     let status = match answer {
         Run::InProgress => "inProgress",
         Run::Status(status) => status,
@@ -333,15 +389,40 @@ async fn respond(service: &Service, path: &str, query: &str, credentials: Option
     Json(body).into_response()
 }
 
-/// `/{org}/{project}/_apis/build/builds/{run}`, path segments as sent.
-fn build_of(path: &str) -> Option<(String, String, u64)> {
+/// `/{org}/{project}/_apis/build/builds/{run}`, or its `/timeline`, path segments as sent.
+fn build_of(path: &str) -> Option<(String, String, u64, bool)> {
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     match segments[..] {
         [org, project, "_apis", "build", "builds", run] => {
-            Some((org.to_owned(), project.to_owned(), run.parse().ok()?))
+            Some((org.to_owned(), project.to_owned(), run.parse().ok()?, false))
+        }
+        [org, project, "_apis", "build", "builds", run, "timeline"] => {
+            Some((org.to_owned(), project.to_owned(), run.parse().ok()?, true))
         }
         _ => None,
     }
+}
+
+/// azure-pipelines-api-timeline.json with its stage and phase, and a record per job in `jobs`
+/// shaped as the fixture's job record.
+fn timeline_of(jobs: &[TimelineJob]) -> Value {
+    let mut timeline = fixture("azure-pipelines-api-timeline.json");
+    let records = timeline["records"].as_array_mut().unwrap();
+    let template = records.pop().expect("the fixture's job record");
+    for job in jobs {
+        let mut record = template.clone();
+        record["id"] = json!(job.id);
+        record["attempt"] = json!(job.attempt);
+        record["state"] = json!(job.state);
+        record["workerName"] = json!(job.worker);
+        record["queueId"] = json!(job.queue_id);
+        if job.state == "completed" {
+            record["result"] = json!("succeeded");
+            record["finishTime"] = json!("2025-04-28T11:38:12.6133333Z");
+        }
+        records.push(record);
+    }
+    timeline
 }
 
 /// The user and password of HTTP Basic credentials.
