@@ -131,6 +131,14 @@ impl Broker {
         let checked = self.settle_liveness(job, checked)?;
         self.claim_single_use(job).await?;
         let planned = self.begin_leases(job, &roles, request.ttl, checked.facts).await?;
+        // A job within a run ends with the run. Asked once this job's leases are written: a run's
+        // end that came before is seen here, and one that comes after finds this job to end.
+        if let Some(run) = job.named_job.as_ref().and(job.run_id.as_deref())
+            && self.store.job_ended(&job.issuer, run).await?
+        {
+            self.abandon(&planned).await;
+            return Err(Error::JobEnded);
+        }
         let mut issued = Vec::with_capacity(roles.len());
         for (n, (role, lease)) in roles.iter().zip(&planned).enumerate() {
             match self.mint(job, token_sha256, role, lease).await {

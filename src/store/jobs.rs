@@ -141,6 +141,16 @@ impl Store {
         Ok(ids)
     }
 
+    /// Whether `issuer`'s job `job_id` is recorded as ended.
+    pub async fn job_ended(&self, issuer: &str, job_id: &str) -> Result<bool, Error> {
+        let state: Option<String> = sqlx::query_scalar("SELECT state FROM jobs WHERE issuer = $1 AND job_id = $2")
+            .bind(issuer)
+            .bind(job_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(state.as_deref() == Some("ended"))
+    }
+
     pub async fn count_jobs(&self, state: JobState) -> Result<i64, Error> {
         let count = sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE state = $1")
             .bind(state.as_str())

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use ci_creds::store::LeaseState;
 use serde_json::{Value, json};
 
 use crate::azure_pipelines::{events, exchange, exchange_job, job_id, listed_job, refusal, stack};
@@ -195,6 +196,12 @@ async fn azure_pipelines_job_completed_hook_revokes_that_jobs_credentials_and_th
     assert_eq!(listed_job(&stack, &job_id(4760, JOB, 1))["state"], "active");
     let (status, answer) = stack.broker.post(HOOKS, &headers, run_state_changed(RUN, "completed", &delivery)).await;
     assert_eq!((status, &answer["status"]), (202, &json!("duplicate_delivery")), "{answer}");
+    // A job of the ended run the broker had not seen, although the timeline shows it running.
+    let late = "0a6cf2b5-8cde-5e7e-8a43-7b5a0b6c1d2e";
+    azure.set_job(ORG, RUN, TimelineJob::new(late, "inProgress", Some("Azure Pipelines 4")));
+    let (status, answer) = exchange_job(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-read"], late, 1).await;
+    assert_eq!((status, refusal(&answer).0), (409, Some("job_ended")), "{answer}");
+    assert!(stack.leases("azure", &job_id(RUN, late, 1)).await.iter().all(|lease| lease.state == LeaseState::Failed));
 }
 
 #[tokio::test(flavor = "multi_thread")]
