@@ -3,7 +3,7 @@
 
 use ci_creds::ci::JobLocator;
 use ci_creds::identity::job_from_claims;
-use ci_creds::job::{CiKind, RunnerFacts};
+use ci_creds::job::{CiKind, NamedJob, RunnerFacts};
 use ci_creds::lifecycle::EndedBy;
 use serde_json::json;
 
@@ -38,6 +38,19 @@ fn job_locators_are_stored_as_tagged_json_and_read_back() {
         }),
     )
     .unwrap();
+    let azure_claims = json!({
+        "iss": "https://vstoken.dev.azure.com/0ca3ddd9-f0b0-4635-a98c-5866526961b6",
+        "org_id": "0ca3ddd9-f0b0-4635-a98c-5866526961b6",
+        "prj_id": "271ef6f7-5998-4b0f-86fb-4b54d9129990",
+        "def_id": "12",
+        "rpo_id": "octo-org/octo-repo",
+        "run_id": "4711",
+        "exp": 1,
+    });
+    let azure_run = job_from_claims(CiKind::AzurePipelines, "azure", azure_claims).unwrap();
+    let mut azure_job = azure_run.clone();
+    let named = NamedJob::new("e87e3d16-29b0-5003-7d86-82b704b96244", 2).unwrap();
+    (CiKind::AzurePipelines.ci().job_in_run.as_ref().unwrap().bind)(&mut azure_job, named);
     let cases = [
         (&github, r#"{"ci":"github","repository":"octo-org/octo-repo","job_id":"42"}"#),
         (&gitlab, r#"{"ci":"gitlab","project_id":"20","job_id":"302"}"#),
@@ -45,6 +58,12 @@ fn job_locators_are_stored_as_tagged_json_and_read_back() {
         (
             &jenkins,
             r#"{"ci":"jenkins","items":["octo-org","octo-repo","main"],"build_number":42,"build_url":"https://jenkins.example.com/job/octo-org/job/octo-repo/job/main/42/"}"#,
+        ),
+        // A run, as brokers that bound only runs stored it; and a job within it.
+        (&azure_run, r#"{"ci":"azure_pipelines","project":"271ef6f7-5998-4b0f-86fb-4b54d9129990","run_id":4711}"#),
+        (
+            &azure_job,
+            r#"{"ci":"azure_pipelines","project":"271ef6f7-5998-4b0f-86fb-4b54d9129990","run_id":4711,"job":{"id":"e87e3d16-29b0-5003-7d86-82b704b96244","attempt":2}}"#,
         ),
     ];
     for (job, stored) in cases {
@@ -58,6 +77,8 @@ fn job_locators_are_stored_as_tagged_json_and_read_back() {
         r#"{"ci":"circleci","job_id":"1"}"#,
         r#"{"repository":"a/b","job_id":"1"}"#,
         r#"{"ci":"gitlab","project_id":20,"job_id":"1"}"#,
+        r#"{"ci":"azure_pipelines","project":"p","run_id":1,"job":{"id":"__default","attempt":1}}"#,
+        r#"{"ci":"azure_pipelines","project":"p","run_id":1,"job":{"id":"e87e3d16-29b0-5003-7d86-82b704b96244","attempt":0}}"#,
     ] {
         assert_eq!(JobLocator::from_json(unreadable), None, "{unreadable}");
     }
