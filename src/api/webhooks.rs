@@ -9,6 +9,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use secrecy::ExposeSecret;
+use serde::Deserialize;
 use serde_json::json;
 use utoipa::openapi::HttpMethod;
 use utoipa::openapi::path::{PathItem, Paths};
@@ -19,7 +20,7 @@ use super::ApiError;
 use super::body::read_limited;
 use super::credentials::bearer_token;
 use super::openapi::{ErrorResponse, JobEndBody, WebhookAck};
-use crate::job::CiKind;
+use crate::job::{CiKind, NamedJob};
 use crate::lifecycle::Broker;
 use crate::lifecycle::webhooks::WebhookOutcome;
 use crate::metrics;
@@ -109,16 +110,47 @@ async fn receive(broker: &Broker, source: CiKind, headers: &HeaderMap, body: Bod
     })
 }
 
+/// What a job may say when it ends itself: nothing, or (Azure Pipelines) the job within the run
+/// it is, as its exchange named it.
+#[derive(Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RevokeRequest {
+    /// Azure Pipelines only: `System.JobId` and `System.JobAttempt`, so that only this job ends,
+    /// not its whole run. Refused with `invalid_request` for any other CI.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>, nullable = false)]
+    job: Option<NamedJob>,
+}
+
 /// The job ends itself with one of its own valid tokens (an exchanged one is fine).
 #[utoipa::path(post, path = "/v1/jobs/self/revoke", tag = "credentials",
+    request_body(content = Option<RevokeRequest>, description = "Optional; an empty body ends the job the token names"),
     security(("ci_oidc_token" = [])),
     responses(
         (status = 200, description = "The job ended; its credentials are being revoked", body = JobEndBody),
+        (status = 400, description = "`invalid_request`", body = ErrorResponse),
         (status = 401, description = "`invalid_token`, `unknown_issuer`", body = ErrorResponse),
         (status = 503, description = "`issuer_unavailable`, `store_unavailable`; `overloaded`, with `Retry-After`", body = ErrorResponse),
     ))]
-pub async fn revoke_own_job(State(broker): State<Arc<Broker>>, headers: HeaderMap) -> Result<Response, ApiError> {
+pub async fn revoke_own_job(
+    State(broker): State<Arc<Broker>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let body = read_limited(body, MAX_REVOKE_BYTES).await?;
+    let request: RevokeRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        RevokeRequest::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            ApiError::InvalidRequest(format!(
+                "the body must be empty or JSON like {{\"job\": {{\"id\": …, \"attempt\": …}}}}: {e}"
+            ))
+        })?
+    };
     let token = bearer_token(&headers)?;
-    let ended = broker.end_own_job(token.expose_secret()).await?;
+    let ended = broker.end_own_job(token.expose_secret(), request.job).await?;
     Ok((StatusCode::OK, Json(ended)).into_response())
 }
+
+/// A revocation names at most its job.
+const MAX_REVOKE_BYTES: usize = 4096;

@@ -101,11 +101,19 @@ impl BrokerClient {
         &self,
         source: &TokenSource,
         audience: &str,
+        job: Option<&NamedJob>,
         retry: Retry,
     ) -> Result<Revoked, Error> {
         let url = format!("{}/v1/jobs/self/revoke", self.base);
+        let body = job.map(|job| json!({ "job": { "id": job.id, "attempt": job.attempt } }));
         let raw = self
-            .with_retries(source, audience, retry, |token| self.http.post(&url).bearer_auth(token.expose_secret()))
+            .with_retries(source, audience, retry, |token| {
+                let request = self.http.post(&url).bearer_auth(token.expose_secret());
+                match &body {
+                    Some(body) => request.json(body),
+                    None => request,
+                }
+            })
             .await?;
         serde_json::from_str(raw.expose_secret()).map_err(|_| {
             Error::Unavailable("the broker's answer to the revocation is not {\"job_id\", \"revoked\"}".into())

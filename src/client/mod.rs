@@ -46,9 +46,10 @@ pub fn render_answer(format: Format, body: SecretString) -> Result<Rendered, Err
 pub async fn revoke(args: RevokeArgs) -> Result<(), Error> {
     let client = BrokerClient::new(&args.broker)?;
     let source = TokenSource::detect(&args.token, |name| std::env::var(name).ok())?;
+    let job = token::named_job(|name| std::env::var(name).ok())?;
     let audience = args.token.audience_or(&args.broker);
     let retry = Retry::new(args.token.retry_delay);
-    let revoked = client.self_revoke(&source, &audience, retry).await?;
+    let revoked = client.self_revoke(&source, &audience, job.as_ref(), retry).await?;
     println!("revoked {} credential(s) of job {}", revoked.revoked, revoked.job_id);
     Ok(())
 }

@@ -6,12 +6,12 @@ use std::time::Duration;
 use time::OffsetDateTime;
 
 use super::jobs::keep_until;
-use super::request::{ExchangeRequest, check_request};
+use super::request::{ExchangeRequest, bind_named_job, check_request};
 use super::{Broker, Error};
 use crate::audit::{Event, JobIdentity};
 use crate::backends::{self, Backend, Credential, MintRequest, Minted, RevokeHandle};
 use crate::identity::token_sha256;
-use crate::job::{Job, NamedJob};
+use crate::job::Job;
 use crate::policy::{AWS_MIN_SESSION, BackendKind, Decision, Role};
 use crate::store::{JobCiFacts, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 
@@ -300,21 +300,6 @@ impl Broker {
         if let Err(error) = self.backends.revoke(handle).await {
             tracing::error!(%error, "revoking a credential whose lease could not be recorded failed; it lives until its TTL");
         }
-    }
-}
-
-/// Binds a verified job to the job within its run that the request names, for a CI whose token
-/// names only the run; a request naming a job for any other CI is refused.
-fn bind_named_job(job: &mut Job, named: Option<NamedJob>) -> Result<(), Error> {
-    let Some(named) = named else { return Ok(()) };
-    match job.kind.and_then(|kind| kind.ci().job_in_run.as_ref()) {
-        Some(job_in_run) => {
-            (job_in_run.bind)(job, named);
-            Ok(())
-        }
-        None => Err(Error::InvalidRequest(
-            "`job` names a job within an Azure Pipelines run; this token's CI names its job itself".into(),
-        )),
     }
 }
 

@@ -10,6 +10,7 @@ use super::{Broker, Error};
 use crate::audit::{Event, JobRef};
 use crate::clock::now;
 use crate::identity::token_sha256;
+use crate::job::NamedJob;
 use crate::store::EndOutcome;
 
 /// Who ended a job, as recorded and logged.
@@ -107,9 +108,12 @@ impl Broker {
         }
     }
 
-    /// The job presents one of its own valid tokens (an exchanged one is fine) to end itself.
-    pub async fn end_own_job(&self, token: &str) -> Result<JobEnd, Error> {
-        let job = self.verifier.verify(token).await?;
+    /// The job presents one of its own valid tokens (an exchanged one is fine) to end itself;
+    /// `named` is the job within the run it is, for a CI whose token names only the run (as its
+    /// exchange named it), so that its end is not its whole run's.
+    pub async fn end_own_job(&self, token: &str, named: Option<NamedJob>) -> Result<JobEnd, Error> {
+        let mut job = self.verifier.verify(token).await?;
+        super::request::bind_named_job(&mut job, named)?;
         let sha256 = token_sha256(token);
         let ended = self
             .end_job(&job.issuer, &job.job_id, EndedBy::TheJobItself, None, Some((&sha256, job.expires_at)))

@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use super::Error;
+#[cfg(feature = "server")]
+use crate::job::Job;
 use crate::job::NamedJob;
 
 /// More roles than any job needs in one exchange; bounds the work one request can cause.
@@ -33,4 +35,20 @@ pub fn check_request(request: &ExchangeRequest) -> Result<(), Error> {
         return Err(Error::InvalidRequest("`ttl_seconds` must be positive".into()));
     }
     Ok(())
+}
+
+/// Binds a verified job to the job within its run that the request names, for a CI whose token
+/// names only the run; a request naming a job for any other CI is refused.
+#[cfg(feature = "server")]
+pub(super) fn bind_named_job(job: &mut Job, named: Option<NamedJob>) -> Result<(), Error> {
+    let Some(named) = named else { return Ok(()) };
+    match job.kind.and_then(|kind| kind.ci().job_in_run.as_ref()) {
+        Some(job_in_run) => {
+            (job_in_run.bind)(job, named);
+            Ok(())
+        }
+        None => Err(Error::InvalidRequest(
+            "`job` names a job within an Azure Pipelines run; this token's CI names its job itself".into(),
+        )),
+    }
 }

@@ -225,3 +225,42 @@ async fn azure_pipelines_job_the_timeline_shows_completed_is_ended_by_reconcilia
     assert_eq!(read_config(&stack, &sibling).await, 200);
     assert_eq!(listed_job(&stack, &job_id(RUN, SIBLING, 1))["state"], "active");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_pipelines_job_that_revokes_itself_by_name_ends_itself_and_not_its_run() {
+    let azure = AzureDevOps::start().await;
+    let stack = stack(&azure, "").await;
+    azure.set_run(ORG, RUN, Run::InProgress);
+    azure.set_job(ORG, RUN, TimelineJob::new(JOB, "inProgress", Some("Azure Pipelines 1")));
+    azure.set_job(ORG, RUN, TimelineJob::new(SIBLING, "inProgress", Some("Azure Pipelines 2")));
+    let (_, job_accessor) = job_credentials(&stack, &azure, RUN, JOB).await;
+    let (sibling, sibling_accessor) = job_credentials(&stack, &azure, RUN, SIBLING).await;
+
+    // `ci-creds revoke` in the job's last step names the job, as `ci-creds get` did.
+    let bearer = vec![
+        ("authorization", format!("Bearer {}", azure.token(ORG, RUN, |_| {}))),
+        ("content-type", "application/json".to_owned()),
+    ];
+    let body = serde_json::to_vec(&json!({ "job": { "id": JOB, "attempt": 1 } })).unwrap();
+    let (status, answer) = stack.broker.post("/v1/jobs/self/revoke", &bearer, body).await;
+    assert_eq!((status, answer), (200, json!({ "job_id": job_id(RUN, JOB, 1), "revoked": 1 })));
+    stack.until_revoked(std::slice::from_ref(&job_accessor), Duration::from_secs(5)).await;
+    assert!(stack.bao.accessor_alive(&sibling_accessor).await, "the sibling's credentials live on");
+    assert_eq!(read_config(&stack, &sibling).await, 200);
+    assert_eq!(listed_job(&stack, &job_id(RUN, JOB, 1))["ended_by"], "self");
+    // The run goes on: a later job of it still gets credentials.
+    let later = "0a6cf2b5-8cde-5e7e-8a43-7b5a0b6c1d2e";
+    azure.set_job(ORG, RUN, TimelineJob::new(later, "inProgress", Some("Azure Pipelines 3")));
+    job_credentials(&stack, &azure, RUN, later).await;
+
+    for body in [json!({ "job": { "id": "__default", "attempt": 1 } }), json!({ "stage": "Build" })] {
+        let bearer = vec![
+            ("authorization", format!("Bearer {}", azure.token(ORG, RUN, |_| {}))),
+            ("content-type", "application/json".to_owned()),
+        ];
+        let (status, answer) =
+            stack.broker.post("/v1/jobs/self/revoke", &bearer, serde_json::to_vec(&body).unwrap()).await;
+        assert_eq!((status, refusal(&answer).0), (400, Some("invalid_request")), "{body}: {answer}");
+    }
+    assert!(stack.bao.accessor_alive(&sibling_accessor).await, "nothing refused ended anything");
+}
