@@ -145,6 +145,13 @@ async fn answer(
         }
         return axum::Json(fixture("azure-pipelines-api-build-inprogress.json")).into_response();
     }
+    // The run's timeline: job `Compile` (the fixture's job record) in progress.
+    if method == Method::GET && path == format!("/{ORG}/{PROJECT}/_apis/build/builds/{RUN}/timeline") && api_version {
+        if authorization != format!("Basic {}", STANDARD.encode(format!(":{PAT}"))) {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
+        return axum::Json(fixture("azure-pipelines-api-timeline.json")).into_response();
+    }
     StatusCode::NOT_FOUND.into_response()
 }
 
@@ -200,6 +207,37 @@ async fn client_in_an_azure_pipelines_job_requests_the_token_and_sets_masked_var
     secrets.extend([vault_token, ACCESS_TOKEN.to_owned(), PAT.to_owned()]);
     assert_no_secret(&output, &secrets);
     assert_no_secret(&revoked, &secrets);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_in_an_azure_pipelines_job_names_its_job_so_its_credentials_are_that_jobs() {
+    const JOB: &str = "e87e3d16-29b0-5003-7d86-82b704b96244";
+    let azure = AzureDevOps::start().await;
+    let stack = Stack::start_with(&azure.broker_config(), ROLES, vec![(PAT_ENV, PAT.to_owned())]).await;
+    let mut env = azure.job_env(Some(ACCESS_TOKEN));
+    env.push(("CI_CREDS_BROKER", stack.broker.url.clone()));
+    // Azure Pipelines sets both in every step.
+    env.push(("SYSTEM_JOBID", JOB.to_owned()));
+    env.push(("SYSTEM_JOBATTEMPT", "1".to_owned()));
+
+    let output = ci_creds(&["get", "--role", "azure-read", "--format", "azure"], &env).await;
+    assert_eq!(output.status.code(), Some(0), "{}", err(&output));
+    let job_id = format!("{RUN}/{JOB}/1");
+    assert_eq!(stack.leases("azure", &job_id).await.len(), 1, "bound to the job within run {RUN}");
+    assert!(stack.leases("azure", RUN).await.is_empty(), "not to the run");
+    assert_eq!(azure.requests("/timeline").len(), 1, "the broker asked the run's timeline");
+
+    let revoked = ci_creds(&["revoke"], &env).await;
+    assert_eq!(revoked.status.code(), Some(0), "{}", err(&revoked));
+    assert_eq!(out(&revoked), format!("revoked 1 credential(s) of job {job_id}\n"));
+
+    // Variables that name no job stop the client before anything is asked.
+    let mut wrong = env.clone();
+    wrong.retain(|(name, _)| *name != "SYSTEM_JOBATTEMPT");
+    wrong.push(("SYSTEM_JOBATTEMPT", "first".to_owned()));
+    let output = ci_creds(&["get", "--role", "azure-read", "--format", "azure"], &wrong).await;
+    assert_eq!(output.status.code(), Some(3), "{}", err(&output));
+    assert!(err(&output).contains("$SYSTEM_JOBATTEMPT is not a whole number"), "{}", err(&output));
 }
 
 #[tokio::test(flavor = "multi_thread")]
