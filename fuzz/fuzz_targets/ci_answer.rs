@@ -1,11 +1,13 @@
 //! A CI API's job answer, as the broker reads it at an exchange and in reconciliation: the first
 //! byte picks the CI (each with a job API), the rest is the body. Whatever it says, a readable
 //! answer settles to running, finished or unknown, its runner facts stay bounded, and an answer
-//! about another job than the one asked about is never read.
+//! about another job than the one asked about is never read. For Azure Pipelines the body is also
+//! read as the run's timeline, asked about a job named within the run.
 #![no_main]
 
+use ci_creds::ci::JobReport;
 use ci_creds::ci::{JobLocator, Liveness};
-use ci_creds::job::{CiKind, Job};
+use ci_creds::job::{CiKind, Job, NamedJob};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 
@@ -63,8 +65,29 @@ fuzz_target!(|data: &[u8]| {
     if let Some(other) = located(kind, &another(kind, &named)) {
         assert!(api.read_answer(&other, body).is_err(), "an answer about another job was read");
     }
+    if kind == CiKind::AzurePipelines {
+        timeline(body);
+    }
     let Some(asked) = located(kind, &named) else { return };
     let Ok(report) = api.read_answer(&asked, body) else { return };
+    check(report);
+});
+
+/// `body` as the timeline of run 4711, asked about a job within it, the build answer the run's.
+fn timeline(body: &[u8]) {
+    let Some(JobLocator::AzurePipelines(mut run)) = located(CiKind::AzurePipelines, "4711") else { return };
+    run.job = Some(NamedJob::new("e87e3d16-29b0-5003-7d86-82b704b96244", 1).expect("a job"));
+    let asked = JobLocator::AzurePipelines(run);
+    let build =
+        br#"{"id": 4711, "status": "inProgress", "queue": {"id": 1, "pool": {"name": "p", "isHosted": false}}}"#;
+    let api = CiKind::AzurePipelines.ci().api.expect("a job API");
+    assert!(api.inner_path(&asked).is_some(), "a job within the run is asked about in its timeline");
+    if let Ok(report) = api.read_answers(&asked, build, body) {
+        check(report);
+    }
+}
+
+fn check(report: JobReport) {
     assert!(matches!(report.liveness, Liveness::Running | Liveness::Finished | Liveness::Unknown));
     assert!(report.status.chars().count() <= 256 && !report.status.chars().any(char::is_control));
     if let Some(runner) = report.runner {
@@ -77,4 +100,4 @@ fuzz_target!(|data: &[u8]| {
             assert!(fact.chars().count() <= 256 && !fact.chars().any(char::is_control), "{fact:?}");
         }
     }
-});
+}
