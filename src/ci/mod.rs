@@ -225,6 +225,12 @@ impl JobLocator {
         }
     }
 
+    /// Whether the job located holds jobs within it, which end when it does: an Azure Pipelines
+    /// run, not a job named within it.
+    pub fn holds_jobs(&self) -> bool {
+        matches!(self, Self::AzurePipelines(run) if run.job.is_none())
+    }
+
     /// As kept in the store.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()

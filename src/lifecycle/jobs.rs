@@ -108,6 +108,18 @@ impl Broker {
         }
     }
 
+    /// Ends every job recorded within `job_id` (`{job_id}/…`: an Azure Pipelines run's jobs), each
+    /// by the same durable path, when `job_id` has ended: how many credentials that revokes.
+    pub(super) async fn end_jobs_within(&self, issuer: &str, job_id: &str, ended_by: EndedBy) -> Result<u64, Error> {
+        let mut revoked = 0;
+        for within in self.store.job_ids_within(issuer, job_id).await? {
+            if let Some(end) = self.end_job(issuer, &within, ended_by, None, None).await? {
+                revoked += end.revoked;
+            }
+        }
+        Ok(revoked)
+    }
+
     /// The job presents one of its own valid tokens (an exchanged one is fine) to end itself;
     /// `named` is the job within the run it is, for a CI whose token names only the run (as its
     /// exchange named it), so that its end is not its whole run's.

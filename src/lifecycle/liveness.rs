@@ -54,6 +54,7 @@ impl Broker {
             checked.liveness = api.check_running.then_some(Liveness::Running.as_str());
             return Ok(checked);
         }
+        let holds_jobs = locator.as_ref().is_ok_and(JobLocator::holds_jobs);
         let answer = match locator {
             Err(reason) => Err(reason.to_owned()),
             Ok(locator) => match self.take_ci_calls(api, 1, 0).await? {
@@ -95,6 +96,9 @@ impl Broker {
                     "the CI says this job has finished, yet it asked for credentials; ending it"
                 );
                 self.end_job(&job.issuer, &job.job_id, EndedBy::ExchangeCheck, None, None).await?;
+                if holds_jobs {
+                    self.end_jobs_within(&job.issuer, &job.job_id, EndedBy::ExchangeCheck).await?;
+                }
                 Err(Error::JobEnded)
             }
             Liveness::Unknown => {

@@ -148,7 +148,11 @@ impl Broker {
                 );
                 let runner = report.runner.and_then(|runner| serde_json::to_string(&runner).ok());
                 self.store.record_asked(issuer, &job.job_id, round_started, runner.as_deref()).await?;
-                match self.end_job(issuer, &job.job_id, EndedBy::Reconcile, None, None).await {
+                let mut ended = self.end_job(issuer, &job.job_id, EndedBy::Reconcile, None, None).await.map(|_| 0);
+                if ended.is_ok() && locator.holds_jobs() {
+                    ended = self.end_jobs_within(issuer, &job.job_id, EndedBy::Reconcile).await;
+                }
+                match ended {
                     Ok(_) => Ok(Outcome::Ended),
                     Err(super::Error::Store(error)) => Err(error),
                     Err(error) => {

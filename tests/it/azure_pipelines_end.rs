@@ -125,17 +125,22 @@ async fn azure_pipelines_run_whose_end_no_hook_brought_is_ended_by_reconciliatio
     azure.set_run(ORG, 4750, Run::InProgress);
     azure.set_run(ORG, 4751, Run::InProgress);
     let (ended, ended_accessor) = credentials(&stack, &azure, 4750).await;
+    // A job within the run, which ends with it.
+    azure.set_job(ORG, 4750, TimelineJob::new(JOB, "inProgress", Some("Azure Pipelines 1")));
+    let (_, job_accessor) = job_credentials(&stack, &azure, 4750, JOB).await;
     let (going_on, going_on_accessor) = credentials(&stack, &azure, 4751).await;
     assert_eq!(read_config(&stack, &ended).await, 200);
 
     azure.set_run(ORG, 4750, Run::Completed);
-    stack.until_revoked(std::slice::from_ref(&ended_accessor), Duration::from_secs(30)).await;
+    stack.until_revoked(&[ended_accessor.clone(), job_accessor], Duration::from_secs(30)).await;
     assert_eq!(read_config(&stack, &ended).await, 403, "OpenBao refuses the dead token");
     assert_eq!(listed_job(&stack, "4750")["ended_by"], "ci_api:reconcile");
+    assert_eq!(listed_job(&stack, &job_id(4750, JOB, 1))["ended_by"], "ci_api:reconcile");
     let ended_events: Vec<Value> = events(&stack, "job.ended");
-    let sources: Vec<(&Value, &Value)> =
+    let mut sources: Vec<(&Value, &Value)> =
         ended_events.iter().map(|event| (&event["job"]["job_id"], &event["source"])).collect();
-    assert_eq!(sources, [(&json!("4750"), &json!("reconcile"))]);
+    sources.sort_by_key(|(job, _)| job.to_string());
+    assert_eq!(sources, [(&json!("4750"), &json!("reconcile")), (&json!(job_id(4750, JOB, 1)), &json!("reconcile"))]);
     assert!(azure.build_calls(ORG, 4750) >= 2, "asked at the exchange, then by the reconciler");
 
     // The run still in progress keeps its credentials.

@@ -173,6 +173,7 @@ fn a_named_job_is_asked_about_in_the_run_s_timeline_after_its_build() {
     assert_eq!(locator.path().unwrap(), format!("{prefix}?api-version=7.1"));
     assert_eq!(api.inner_path(&locator).unwrap(), format!("{prefix}/timeline?api-version=7.1"));
     assert_eq!(api.inner_path(&located()), None, "a run is asked about in its build alone");
+    assert!(located().holds_jobs() && !locator.holds_jobs(), "a run's end is its jobs', not a job's");
     let build = fixture("azure-pipelines-api-build-inprogress.json");
     let running = api.read_answers(&locator, &build, &fixture("azure-pipelines-api-timeline.json")).unwrap();
     assert_eq!((running.liveness, running.status.as_str()), (Liveness::Running, "inProgress"));

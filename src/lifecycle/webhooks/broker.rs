@@ -47,12 +47,8 @@ impl Broker {
         }
         // Even for a redelivery: a broker that stopped after the run's end and before its jobs'
         // ends them now. Each job's end is written before its credentials are revoked, as any.
-        let mut revoked = ended.as_ref().map_or(0, |end| end.revoked);
-        for within in self.store.job_ids_within(&endpoint.issuer, &job_id).await? {
-            if let Some(end) = self.end_job(&endpoint.issuer, &within, ended_by, None, None).await? {
-                revoked += end.revoked;
-            }
-        }
+        let revoked = ended.as_ref().map_or(0, |end| end.revoked)
+            + self.end_jobs_within(&endpoint.issuer, &job_id, ended_by).await?;
         Ok(match ended {
             None if revoked == 0 => WebhookOutcome::Duplicate,
             _ => WebhookOutcome::Ended(JobEnd { job_id, revoked }),
