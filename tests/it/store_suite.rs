@@ -24,6 +24,7 @@ on_every_store!(
     a_job_ending_during_exchanges_leaves_no_active_lease,
     hands_out_the_jobs_asked_longest_ago_once_and_never_an_ended_one,
     shares_one_ci_api_budget_between_replicas,
+    finds_the_jobs_within_a_job_by_exact_prefix,
 );
 
 async fn accepts_a_token_once_until_it_is_pruned_after_expiry(subject: Subject) {
@@ -298,4 +299,21 @@ async fn shares_one_ci_api_budget_between_replicas(subject: Subject) {
     a.pause_ci_api("github", now_ms() + 1_000).await.unwrap();
     let taken = a.take_ci_api_calls("github", 1, 0, 10).await.unwrap();
     assert!(taken.granted == 0 && taken.paused_ms > 30_000, "the longer pause holds: {taken:?}");
+}
+
+async fn finds_the_jobs_within_a_job_by_exact_prefix(subject: Subject) {
+    let store = subject.store;
+    let far = now() + 3600;
+    for job in ["4711", "4711/e87e/1", "4711/e87e/2", "47110/x/1", "4711x/1", "a%_b/1", "axxb/1", "ABC/1", "abc/1"] {
+        store.end_job("azure", job, "self", None, far).await.unwrap();
+    }
+    store.end_job("other", "4711/f00d/1", "self", None, far).await.unwrap();
+    assert_eq!(store.job_ids_within("azure", "4711").await.unwrap(), ["4711/e87e/1", "4711/e87e/2"]);
+    // `%` and `_` are the job id's own characters, not patterns; case counts on every database.
+    assert_eq!(store.job_ids_within("azure", "a%_b").await.unwrap(), ["a%_b/1"]);
+    assert_eq!(store.job_ids_within("azure", "a__b").await.unwrap(), Vec::<String>::new());
+    assert_eq!(store.job_ids_within("azure", "abc").await.unwrap(), ["abc/1"]);
+    assert_eq!(store.job_ids_within("azure", "4711/e87e/1").await.unwrap(), Vec::<String>::new());
+    assert!(store.job_ended("azure", "4711").await.unwrap());
+    assert!(!store.job_ended("azure", "4712").await.unwrap());
 }
