@@ -73,11 +73,22 @@ impl Bao {
         assert!(status < 300, "writing policy {name}: HTTP {status}");
     }
 
-    /// KV v2 is mounted at `secret/` on a dev server.
+    /// KV v2 is mounted at `secret/` on a dev server. Just after start the mount upgrades itself
+    /// and answers 400 "Upgrading from non-versioned to versioned data" for a moment (longer on a
+    /// loaded machine): that answer is waited out, any other is a failure.
     pub async fn put_secret(&self, path: &str, data: Value) {
-        let (status, _) =
-            self.root(reqwest::Method::POST, &format!("secret/data/{path}"), Some(json!({ "data": data }))).await;
-        assert!(status < 300, "writing secret {path}: HTTP {status}");
+        let body = json!({ "data": data });
+        let mut answer = (0, Value::Null);
+        for _ in 0..200 {
+            answer = self.root(reqwest::Method::POST, &format!("secret/data/{path}"), Some(body.clone())).await;
+            let upgrading = answer.0 == 400 && answer.1.to_string().to_ascii_lowercase().contains("upgrading");
+            if !upgrading {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let (status, errors) = answer;
+        assert!(status < 300, "writing secret {path}: HTTP {status} {errors}");
     }
 
     pub async fn lookup_accessor(&self, accessor: &str) -> (u16, Value) {
