@@ -290,8 +290,8 @@ pub fn jobs(state: &'static str, count: i64) {
 
 /// One of the fleet report's figures, `name` from its fixed set: its value and whether it meets
 /// its target, each NaN when there is no data.
-pub fn runner_hygiene(name: &'static str, value: Option<f64>, met: Option<bool>) {
-    gauge!("ci_creds_runner_hygiene", "figure" => name).set(value.unwrap_or(f64::NAN));
+pub fn runner_hygiene(name: String, value: Option<f64>, met: Option<bool>) {
+    gauge!("ci_creds_runner_hygiene", "figure" => name.clone()).set(value.unwrap_or(f64::NAN));
     let met = met.map_or(f64::NAN, |met| if met { 1.0 } else { 0.0 });
     gauge!("ci_creds_runner_hygiene_met", "figure" => name).set(met);
 }

@@ -15,11 +15,21 @@ mod tests;
 
 pub use render::{Format, render_list, render_report};
 pub use report::{
-    DAY, Figure, FleetReport, PAGE_RUNNERS, RunnerFilter, RunnerRow, STALE_AFTER, Summary, TierRow, build,
+    DAY, Figure, FleetReport, PAGE_RUNNERS, RunnerFilter, RunnerRow, RunnerTally, STALE_AFTER, Summary, TierRow, build,
+    summarize,
 };
 
 /// The report of the jobs `store` saw since `since` (unix seconds), as of `now`: the store
 /// aggregates, so what is read grows with runners and days, not with jobs.
 pub async fn read(store: &Store, since: i64, now: i64) -> Result<FleetReport, Error> {
     Ok(build(&store.fleet_aggregates(since, now.saturating_sub(STALE_AFTER)).await?, since, now))
+}
+
+/// The report's summary alone (figures, tiers, days), each runner tallied as it streams from
+/// the store and then dropped: what the `/metrics` refresh holds does not grow with the fleet.
+pub async fn summary(store: &Store, since: i64, now: i64) -> Result<Summary, Error> {
+    let mut tally = RunnerTally::default();
+    let aggregates =
+        store.fleet_aggregates_each(since, now.saturating_sub(STALE_AFTER), |runner| tally.add(&runner)).await?;
+    Ok(summarize(&aggregates, &tally, since, now))
 }

@@ -140,13 +140,41 @@ impl FleetReport {
 /// every runner kept, whatever the window; a runner is reused when the store marked it so or it
 /// served more than one job on a single-use tier.
 pub fn build(aggregates: &FleetAggregates, since: i64, now: i64) -> FleetReport {
+    let mut tally = RunnerTally::default();
+    aggregates.runners.iter().for_each(|runner| tally.add(runner));
+    FleetReport {
+        summary: summarize(aggregates, &tally, since, now),
+        runners: runners(&aggregates.runners, &aggregates.refusals, now),
+        runners_not_shown: 0,
+    }
+}
+
+/// What the figures count of the runners, tallied one runner at a time, so the runners need
+/// not all be held to judge them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunnerTally {
+    multi_repository: usize,
+    reused: usize,
+}
+
+impl RunnerTally {
+    /// Counts `runner` where an identified runner misses a target (as [`missed`] judges it).
+    pub fn add(&mut self, runner: &RunnerJobsSeen) {
+        if runner.runner_key.is_none() {
+            return;
+        }
+        let self_hosted = runner.runner_environment.as_deref() == Some("self-hosted");
+        self.multi_repository += usize::from(self_hosted && runner.repositories > 1);
+        self.reused += usize::from(runner.marked_reused || runner.single_use_jobs > 1);
+    }
+}
+
+/// The figures, tiers and days of the jobs seen since `since`, the runners judged by `tally`.
+pub fn summarize(aggregates: &FleetAggregates, tally: &RunnerTally, since: i64, now: i64) -> Summary {
     let totals = &aggregates.totals;
-    let runners = runners(&aggregates.runners, &aggregates.refusals, now);
     let (self_hosted, on_single_use) = (count(totals.self_hosted), count(totals.self_hosted_single_use));
     let share = (self_hosted > 0).then(|| on_single_use as f64 / self_hosted as f64);
-    let identified = || runners.iter().filter(|r| r.key.is_some());
-    let multi_repository = identified().filter(|r| r.self_hosted() && r.repositories > 1).count();
-    let reused_count = identified().filter(|r| r.reused).count();
+    let (multi_repository, reused_count) = (tally.multi_repository, tally.reused);
     let stale = count(aggregates.stale_persistent);
     let suspicious: BTreeSet<(&str, &str)> = aggregates
         .refusals
@@ -208,18 +236,14 @@ pub fn build(aggregates: &FleetAggregates, since: i64, now: i64) -> FleetReport 
         let tier = seen.tier.clone().unwrap_or_else(|| "(none)".to_owned());
         *days.entry((day(seen.day * DAY), tier)).or_default() += count(seen.jobs);
     }
-    FleetReport {
-        summary: Summary {
-            since,
-            generated_at: now,
-            jobs: count(totals.jobs),
-            self_hosted_jobs: self_hosted,
-            figures,
-            tiers: tiers.into_values().collect(),
-            days: days.into_iter().map(|((day, tier), jobs)| (day, tier, jobs)).collect(),
-        },
-        runners,
-        runners_not_shown: 0,
+    Summary {
+        since,
+        generated_at: now,
+        jobs: count(totals.jobs),
+        self_hosted_jobs: self_hosted,
+        figures,
+        tiers: tiers.into_values().collect(),
+        days: days.into_iter().map(|((day, tier), jobs)| (day, tier, jobs)).collect(),
     }
 }
 

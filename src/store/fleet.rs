@@ -4,7 +4,9 @@
 
 use std::collections::HashSet;
 
+use futures_util::TryStreamExt;
 use sqlx::Row;
+use sqlx::any::AnyRow;
 
 use super::{Error, RefusalCount, Store};
 
@@ -76,11 +78,31 @@ impl Store {
     /// The aggregates of the jobs seen since `since` (unix seconds); staleness is judged on every
     /// kept record against `stale_before`.
     pub async fn fleet_aggregates(&self, since: i64, stale_before: i64) -> Result<FleetAggregates, Error> {
+        let mut runners = Vec::new();
+        let mut aggregates = self.fleet_aggregates_each(since, stale_before, |runner| runners.push(runner)).await?;
+        aggregates.runners = runners;
+        Ok(aggregates)
+    }
+
+    /// The aggregates as [`fleet_aggregates`](Self::fleet_aggregates) reads them, each runner's
+    /// row handed to `each` as it streams in and left out of the answer: what a caller that
+    /// only tallies runners (the `/metrics` refresh) holds stays the same size however many
+    /// runners there are.
+    pub async fn fleet_aggregates_each(
+        &self,
+        since: i64,
+        stale_before: i64,
+        each: impl FnMut(RunnerJobsSeen),
+    ) -> Result<FleetAggregates, Error> {
+        let totals = self.job_totals(since).await?;
+        let tiers = self.tier_jobs(since).await?;
+        let days = self.day_jobs(since).await?;
+        self.runner_jobs_seen(since, each).await?;
         Ok(FleetAggregates {
-            totals: self.job_totals(since).await?,
-            tiers: self.tier_jobs(since).await?,
-            days: self.day_jobs(since).await?,
-            runners: self.runner_jobs_seen(since).await?,
+            totals,
+            tiers,
+            days,
+            runners: Vec::new(),
             stale_persistent: self.stale_persistent(stale_before).await?,
             refusals: self.runner_refusals_since(since).await?,
         })
@@ -128,8 +150,9 @@ impl Store {
 
     /// One row per runner. Each job is numbered within its runner, oldest first (`n`), so the
     /// first name told and the latest job's tier are picked by number, in one pass.
-    async fn runner_jobs_seen(&self, since: i64) -> Result<Vec<RunnerJobsSeen>, Error> {
-        let rows = sqlx::query(
+    async fn runner_jobs_seen(&self, since: i64, mut each: impl FnMut(RunnerJobsSeen)) -> Result<(), Error> {
+        let reused: HashSet<(String, String)> = self.reused_runners().await?.into_iter().collect();
+        let mut rows = sqlx::query(
             "SELECT issuer, runner_key, name_key,
                     MAX(CASE WHEN n = named THEN runner_name END),
                     MAX(CASE WHEN n = grouped THEN runner_group END),
@@ -158,33 +181,11 @@ impl Store {
              GROUP BY issuer, runner_key, name_key",
         )
         .bind(since)
-        .fetch_all(&self.pool)
-        .await?;
-        let reused: HashSet<(String, String)> = self.reused_runners().await?.into_iter().collect();
-        rows.iter()
-            .map(|row| {
-                let issuer: String = row.try_get(0)?;
-                let runner_key: Option<String> = row.try_get(1)?;
-                let marked_reused =
-                    runner_key.as_ref().is_some_and(|key| reused.contains(&(issuer.clone(), key.clone())));
-                Ok(RunnerJobsSeen {
-                    issuer,
-                    runner_key,
-                    name_key: row.try_get(2)?,
-                    runner_name: row.try_get(3)?,
-                    runner_group: row.try_get(4)?,
-                    runner_environment: row.try_get(5)?,
-                    tier: row.try_get(6)?,
-                    single_use: row.try_get::<i64, _>(7)? != 0,
-                    first_seen: row.try_get(8)?,
-                    last_seen: row.try_get(9)?,
-                    jobs: row.try_get(10)?,
-                    repositories: row.try_get(11)?,
-                    single_use_jobs: row.try_get(12)?,
-                    marked_reused,
-                })
-            })
-            .collect()
+        .fetch(&self.pool);
+        while let Some(row) = rows.try_next().await? {
+            each(runner_seen(&row, &reused)?);
+        }
+        Ok(())
     }
 
     /// Identified runners that were self-hosted, never on a single-use tier, and last seen
@@ -204,4 +205,26 @@ impl Store {
         .await?;
         Ok(row.try_get(0)?)
     }
+}
+
+fn runner_seen(row: &AnyRow, reused: &HashSet<(String, String)>) -> Result<RunnerJobsSeen, Error> {
+    let issuer: String = row.try_get(0)?;
+    let runner_key: Option<String> = row.try_get(1)?;
+    let marked_reused = runner_key.as_ref().is_some_and(|key| reused.contains(&(issuer.clone(), key.clone())));
+    Ok(RunnerJobsSeen {
+        issuer,
+        runner_key,
+        name_key: row.try_get(2)?,
+        runner_name: row.try_get(3)?,
+        runner_group: row.try_get(4)?,
+        runner_environment: row.try_get(5)?,
+        tier: row.try_get(6)?,
+        single_use: row.try_get::<i64, _>(7)? != 0,
+        first_seen: row.try_get(8)?,
+        last_seen: row.try_get(9)?,
+        jobs: row.try_get(10)?,
+        repositories: row.try_get(11)?,
+        single_use_jobs: row.try_get(12)?,
+        marked_reused,
+    })
 }

@@ -27,6 +27,20 @@ impl Store {
             .await?;
         Ok(StoreLock { _transaction: Some(transaction) })
     }
+
+    /// The lock `name` if no other broker holds it, without waiting. SQLite: always (see
+    /// [`lock`](Self::lock)).
+    pub async fn try_lock(&self, name: &str) -> Result<Option<StoreLock>, Error> {
+        if self.kind == StoreKind::Sqlite {
+            return Ok(Some(StoreLock { _transaction: None }));
+        }
+        let mut transaction = self.pool.begin().await?;
+        let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_xact_lock($1)")
+            .bind(lock_key(name))
+            .fetch_one(&mut *transaction)
+            .await?;
+        Ok(taken.then_some(StoreLock { _transaction: Some(transaction) }))
+    }
 }
 
 fn lock_key(name: &str) -> i64 {

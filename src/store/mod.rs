@@ -18,6 +18,8 @@ mod connect;
 #[cfg(feature = "server")]
 mod fleet;
 #[cfg(feature = "server")]
+mod fleet_figures;
+#[cfg(feature = "server")]
 mod group_commit;
 #[cfg(feature = "server")]
 mod jobs;
@@ -51,6 +53,8 @@ pub use commit_queue::GroupCommitStats;
 pub use config::{StoreConfig, StoreKind};
 #[cfg(feature = "server")]
 pub use fleet::{DayJobs, FleetAggregates, JobTotals, RunnerJobsSeen, TierJobs};
+#[cfg(feature = "server")]
+pub use fleet_figures::StoredFigures;
 #[cfg(feature = "server")]
 pub use jobs::{EndOutcome, JobRecord, JobState};
 #[cfg(feature = "server")]

@@ -2,7 +2,13 @@
 //! one statement whichever connection (replica) asks first, and the fleet's judged jobs add up.
 
 use ci_creds::clock::now;
-use ci_creds::store::{DayJobs, JobTotals, RefusalCount, RunnerClaim, RunnerJob, RunnerRefusal, Store, TierJobs};
+use std::time::{Duration, Instant};
+
+use ci_creds::fleet;
+use ci_creds::lifecycle::fleet_gauges;
+use ci_creds::store::{
+    DayJobs, JobTotals, RefusalCount, RunnerClaim, RunnerJob, RunnerRefusal, Store, StoreKind, StoredFigures, TierJobs,
+};
 
 use crate::support::store::{Subject, on_every_store, postgres, sqlite};
 
@@ -10,7 +16,9 @@ on_every_store!(
     a_runner_serves_its_first_job_and_is_reused_for_good,
     judged_jobs_add_up_and_expire,
     the_fleet_is_aggregated_by_the_store,
-    refusals_are_counted_per_runner_reason_and_day
+    refusals_are_counted_per_runner_reason_and_day,
+    fleet_figures_are_kept_for_every_broker_and_computed_by_one_at_a_time,
+    the_metrics_figures_are_computed_once_an_interval_and_read_by_every_broker
 );
 
 async fn a_runner_serves_its_first_job_and_is_reused_for_good(subject: Subject) {
@@ -139,6 +147,13 @@ async fn the_fleet_is_aggregated_by_the_store(subject: Subject) {
     assert_eq!((r2.last_seen, r2.tier.as_deref(), r2.single_use), (11 * day + 1, Some("ephemeral"), true));
     assert_eq!(runner(None).jobs, 1);
     assert_eq!(aggregates.stale_persistent, 1, "p1, last seen before the cut-off");
+
+    // The `/metrics` refresh tallies runners as they stream in: the same figures as the report.
+    let now = 40 * day;
+    let report = fleet::read(&store, 10 * day, now).await.unwrap();
+    assert_eq!(fleet::summary(&store, 10 * day, now).await.unwrap(), report.summary);
+    let figure = |name: &str| report.summary.figures.iter().find(|f| f.name == name).unwrap().value;
+    assert_eq!(figure("reused_single_use_runners"), Some(2.0), "r1 and r2 each served two single-use jobs");
 }
 
 /// Every kind of refusal is counted against its runner (or against no runner when none is
@@ -176,4 +191,51 @@ async fn refusals_are_counted_per_runner_reason_and_day(subject: Subject) {
     counted_sorted.sort_by(|a, b| (&a.runner_key, &a.reason).cmp(&(&b.runner_key, &b.reason)));
     assert_eq!(counted_sorted, expected, "the day of 20 * day + 3600 counts whole; day 5 does not");
     assert_eq!(store.runner_refusals_since(0).await.unwrap().iter().map(|c| c.attempts).sum::<i64>(), 10);
+}
+
+/// The fleet's figures are stored for every broker, a late writer never overwrites newer ones,
+/// and one broker at a time computes them (PostgreSQL; SQLite has one broker).
+async fn fleet_figures_are_kept_for_every_broker_and_computed_by_one_at_a_time(subject: Subject) {
+    let a = subject.store;
+    let b = Store::connect(&subject.url).await.unwrap();
+    assert_eq!(a.fleet_figures("fleet").await.unwrap(), None);
+    let stored = |at: i64, figures: &str| StoredFigures { computed_at_ms: at, took_ms: 40, figures: figures.into() };
+    a.put_fleet_figures("fleet", &stored(2_000, "newer")).await.unwrap();
+    b.put_fleet_figures("fleet", &stored(1_000, "older")).await.unwrap();
+    assert_eq!(b.fleet_figures("fleet").await.unwrap(), Some(stored(2_000, "newer")), "the later kept");
+
+    let computing = a.try_lock("fleet").await.unwrap();
+    assert!(computing.is_some());
+    let other = b.try_lock("fleet").await.unwrap();
+    assert_eq!(other.is_none(), a.kind() == StoreKind::Postgres, "another broker does not wait for it");
+    drop((computing, other));
+    assert!(b.try_lock("fleet").await.unwrap().is_some(), "free once the first is done");
+}
+
+/// `/metrics`' figures: computed by one broker, read from the store by another while fresh,
+/// computed again once they are not.
+async fn the_metrics_figures_are_computed_once_an_interval_and_read_by_every_broker(subject: Subject) {
+    let a = subject.store;
+    let b = Store::connect(&subject.url).await.unwrap();
+    a.record_runner_jobs(vec![judged("1", "r1", "octo-org/app", 1, false)], 3600).await.unwrap();
+    let reused = |figures: &fleet_gauges::Figures| {
+        figures.hygiene.iter().find(|(name, ..)| name == "reused_single_use_runners").map(|(_, value, _)| *value)
+    };
+    let hour = Duration::from_secs(3600);
+    let first = fleet_gauges::figures(&a, hour).await.unwrap().expect("computed");
+    assert_eq!(reused(&first), Some(Some(0.0)));
+
+    a.record_runner_jobs(vec![judged("2", "r1", "octo-org/app", 1, false)], 3600).await.unwrap();
+    let read = fleet_gauges::figures(&b, hour).await.unwrap().expect("read from the store");
+    assert_eq!(read, first, "fresh for the interval: not computed again");
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let figures = fleet_gauges::figures(&b, Duration::from_millis(1)).await.unwrap().unwrap();
+        if reused(&figures) == Some(Some(1.0)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never computed again: {figures:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
