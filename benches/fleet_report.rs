@@ -5,7 +5,9 @@
 //! after. Run: `cargo bench --bench fleet_report [-- JOBS]` (SQLite in a temp dir), or with
 //! `FLEET_BENCH_URL=postgres://…` against an empty PostgreSQL database.
 //! `cargo test --bench fleet_report -- --bench JOBS` runs it without a release build; `--rows`
-//! also reads every judged job's row, as the report did before the store aggregated it.
+//! also reads every judged job's row, as the report did before the store aggregated it;
+//! `--rounds N` computes the report N times (3). Before the report, the figures alone are
+//! computed as the `/metrics` refresh does (`fleet::summary`), with the peak RSS after.
 
 use std::time::Instant;
 
@@ -22,7 +24,18 @@ async fn main() {
     if !std::env::args().any(|arg| arg == "--bench") {
         return;
     }
-    let jobs: usize = std::env::args().filter_map(|arg| arg.parse().ok()).next().unwrap_or(100_000);
+    let args: Vec<String> = std::env::args().collect();
+    let rounds: usize = args
+        .iter()
+        .position(|arg| arg == "--rounds")
+        .and_then(|at| args.get(at + 1)?.parse().ok())
+        .unwrap_or(3);
+    let jobs: usize = args
+        .iter()
+        .enumerate()
+        .filter(|(at, _)| args.get(at.wrapping_sub(1)).is_none_or(|before| before != "--rounds"))
+        .find_map(|(_, arg)| arg.parse().ok())
+        .unwrap_or(100_000);
     let dir = tempfile::tempdir().unwrap();
     let url = std::env::var("FLEET_BENCH_URL")
         .unwrap_or_else(|_| format!("sqlite://{}", dir.path().join("store.db").display()));
@@ -71,7 +84,16 @@ async fn main() {
     );
 
     let rss_before = peak_rss_kib();
-    for round in 1..=3 {
+    let started = Instant::now();
+    let summary = fleet::summary(&store, now - 30 * DAY, now).await.unwrap();
+    println!(
+        "figures alone (the /metrics refresh): {} jobs in {:.1?}; peak RSS {} MiB after seeding, {} MiB after",
+        summary.jobs,
+        started.elapsed(),
+        rss_before / 1024,
+        peak_rss_kib() / 1024
+    );
+    for round in 1..=rounds {
         let started = Instant::now();
         let report = fleet::read(&store, now - 30 * DAY, now).await.unwrap();
         let table = fleet::render_report(&report, fleet::Format::Table);
