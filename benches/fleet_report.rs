@@ -8,6 +8,8 @@
 //! also reads every judged job's row, as the report did before the store aggregated it;
 //! `--rounds N` computes the report N times (3). Before the report, the figures alone are
 //! computed as the `/metrics` refresh does (`fleet::summary`), with the peak RSS after.
+//! `--keep DIR` seeds the SQLite store `DIR/store.db` and keeps it (for `fleet_scrape.sh`);
+//! `--seed-only` stops once seeded.
 
 use std::time::Instant;
 
@@ -25,20 +27,21 @@ async fn main() {
         return;
     }
     let args: Vec<String> = std::env::args().collect();
-    let rounds: usize = args
-        .iter()
-        .position(|arg| arg == "--rounds")
-        .and_then(|at| args.get(at + 1)?.parse().ok())
-        .unwrap_or(3);
+    let rounds: usize =
+        args.iter().position(|arg| arg == "--rounds").and_then(|at| args.get(at + 1)?.parse().ok()).unwrap_or(3);
     let jobs: usize = args
         .iter()
         .enumerate()
-        .filter(|(at, _)| args.get(at.wrapping_sub(1)).is_none_or(|before| before != "--rounds"))
+        .filter(|(at, _)| {
+            args.get(at.wrapping_sub(1)).is_none_or(|before| !["--rounds", "--keep"].contains(&before.as_str()))
+        })
         .find_map(|(_, arg)| arg.parse().ok())
         .unwrap_or(100_000);
-    let dir = tempfile::tempdir().unwrap();
-    let url = std::env::var("FLEET_BENCH_URL")
-        .unwrap_or_else(|_| format!("sqlite://{}", dir.path().join("store.db").display()));
+    let value_of = |name: &str| args.iter().position(|arg| arg == name).and_then(|at| args.get(at + 1));
+    let temporary = tempfile::tempdir().unwrap();
+    let dir = value_of("--keep").map_or(temporary.path().to_owned(), std::path::PathBuf::from);
+    let url =
+        std::env::var("FLEET_BENCH_URL").unwrap_or_else(|_| format!("sqlite://{}", dir.join("store.db").display()));
     let store = Store::connect(&url).await.unwrap();
     let runners = (jobs / 50).max(1);
     let now = now();
@@ -83,6 +86,9 @@ async fn main() {
         url_kind = kind(&url)
     );
 
+    if args.iter().any(|arg| arg == "--seed-only") {
+        return;
+    }
     let rss_before = peak_rss_kib();
     let started = Instant::now();
     let summary = fleet::summary(&store, now - 30 * DAY, now).await.unwrap();
