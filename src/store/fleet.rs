@@ -5,10 +5,15 @@
 use std::collections::HashSet;
 
 use futures_util::TryStreamExt;
-use sqlx::Row;
 use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
 
-use super::{Error, RefusalCount, Store};
+use super::{Error, RefusalCount, Store, StoreKind};
+
+/// PostgreSQL: how long each of the fleet's queries may run. They read every judged job of the
+/// window, in the background or for `runners report`, so they may take longer than the store's
+/// `statement_timeout`, which bounds the exchange's statements.
+const FLEET_STATEMENT_TIMEOUT: &str = "15min";
 
 /// Jobs seen in the window, and how many of them ran self-hosted, and self-hosted on a
 /// single-use tier.
@@ -94,66 +99,77 @@ impl Store {
         stale_before: i64,
         each: impl FnMut(RunnerJobsSeen),
     ) -> Result<FleetAggregates, Error> {
-        let totals = self.job_totals(since).await?;
-        let tiers = self.tier_jobs(since).await?;
-        let days = self.day_jobs(since).await?;
-        self.runner_jobs_seen(since, each).await?;
-        Ok(FleetAggregates {
-            totals,
-            tiers,
-            days,
+        // One read transaction: every figure from the same records, and on PostgreSQL the
+        // fleet's own statement timeout.
+        let mut reading = self.pool.begin().await?;
+        if self.kind == StoreKind::Postgres {
+            sqlx::query(&format!("SET LOCAL statement_timeout = '{FLEET_STATEMENT_TIMEOUT}'"))
+                .execute(&mut *reading)
+                .await?;
+        }
+        let reused: HashSet<(String, String)> = self.reused_runners().await?.into_iter().collect();
+        let aggregates = FleetAggregates {
+            totals: job_totals(&mut reading, since).await?,
+            tiers: tier_jobs(&mut reading, since).await?,
+            days: day_jobs(&mut reading, since).await?,
             runners: Vec::new(),
-            stale_persistent: self.stale_persistent(stale_before).await?,
+            stale_persistent: stale_persistent(&mut reading, stale_before).await?,
             refusals: self.runner_refusals_since(since).await?,
-        })
+        };
+        runner_jobs_seen(&mut reading, since, &reused, each).await?;
+        reading.commit().await?;
+        Ok(aggregates)
     }
+}
 
-    async fn job_totals(&self, since: i64) -> Result<JobTotals, Error> {
-        let row = sqlx::query(
-            "SELECT COUNT(*),
+async fn job_totals(connection: &mut AnyConnection, since: i64) -> Result<JobTotals, Error> {
+    let row = sqlx::query(
+        "SELECT COUNT(*),
                     CAST(COALESCE(SUM(CASE WHEN runner_environment = 'self-hosted' THEN 1 ELSE 0 END), 0) AS BIGINT),
                     CAST(COALESCE(SUM(CASE WHEN runner_environment = 'self-hosted' AND single_use = 1
                                       THEN 1 ELSE 0 END), 0) AS BIGINT)
              FROM runner_jobs WHERE seen_at >= $1",
-        )
-        .bind(since)
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(JobTotals { jobs: row.try_get(0)?, self_hosted: row.try_get(1)?, self_hosted_single_use: row.try_get(2)? })
-    }
+    )
+    .bind(since)
+    .fetch_one(&mut *connection)
+    .await?;
+    Ok(JobTotals { jobs: row.try_get(0)?, self_hosted: row.try_get(1)?, self_hosted_single_use: row.try_get(2)? })
+}
 
-    async fn tier_jobs(&self, since: i64) -> Result<Vec<TierJobs>, Error> {
-        let rows = sqlx::query(
-            "SELECT tier, COUNT(*), CAST(COALESCE(SUM(roles_granted), 0) AS BIGINT)
+async fn tier_jobs(connection: &mut AnyConnection, since: i64) -> Result<Vec<TierJobs>, Error> {
+    let rows = sqlx::query(
+        "SELECT tier, COUNT(*), CAST(COALESCE(SUM(roles_granted), 0) AS BIGINT)
              FROM runner_jobs WHERE seen_at >= $1 GROUP BY tier",
-        )
-        .bind(since)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| Ok(TierJobs { tier: row.try_get(0)?, jobs: row.try_get(1)?, roles_granted: row.try_get(2)? }))
-            .collect()
-    }
+    )
+    .bind(since)
+    .fetch_all(&mut *connection)
+    .await?;
+    rows.iter()
+        .map(|row| Ok(TierJobs { tier: row.try_get(0)?, jobs: row.try_get(1)?, roles_granted: row.try_get(2)? }))
+        .collect()
+}
 
-    async fn day_jobs(&self, since: i64) -> Result<Vec<DayJobs>, Error> {
-        let rows = sqlx::query(
-            "SELECT seen_at / 86400, tier, COUNT(*) FROM runner_jobs WHERE seen_at >= $1
+async fn day_jobs(connection: &mut AnyConnection, since: i64) -> Result<Vec<DayJobs>, Error> {
+    let rows = sqlx::query(
+        "SELECT seen_at / 86400, tier, COUNT(*) FROM runner_jobs WHERE seen_at >= $1
              GROUP BY seen_at / 86400, tier",
-        )
-        .bind(since)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| Ok(DayJobs { day: row.try_get(0)?, tier: row.try_get(1)?, jobs: row.try_get(2)? }))
-            .collect()
-    }
+    )
+    .bind(since)
+    .fetch_all(&mut *connection)
+    .await?;
+    rows.iter().map(|row| Ok(DayJobs { day: row.try_get(0)?, tier: row.try_get(1)?, jobs: row.try_get(2)? })).collect()
+}
 
-    /// One row per runner. Each job is numbered within its runner, oldest first (`n`), so the
-    /// first name told and the latest job's tier are picked by number, in one pass.
-    async fn runner_jobs_seen(&self, since: i64, mut each: impl FnMut(RunnerJobsSeen)) -> Result<(), Error> {
-        let reused: HashSet<(String, String)> = self.reused_runners().await?.into_iter().collect();
-        let mut rows = sqlx::query(
-            "SELECT issuer, runner_key, name_key,
+/// One row per runner. Each job is numbered within its runner, oldest first (`n`), so the
+/// first name told and the latest job's tier are picked by number, in one pass.
+async fn runner_jobs_seen(
+    connection: &mut AnyConnection,
+    since: i64,
+    reused: &HashSet<(String, String)>,
+    mut each: impl FnMut(RunnerJobsSeen),
+) -> Result<(), Error> {
+    let mut rows = sqlx::query(
+        "SELECT issuer, runner_key, name_key,
                     MAX(CASE WHEN n = named THEN runner_name END),
                     MAX(CASE WHEN n = grouped THEN runner_group END),
                     MAX(CASE WHEN n = placed THEN runner_environment END),
@@ -179,32 +195,31 @@ impl Store {
                  WINDOW runner AS (PARTITION BY issuer, runner_key, name_key)
              ) marked
              GROUP BY issuer, runner_key, name_key",
-        )
-        .bind(since)
-        .fetch(&self.pool);
-        while let Some(row) = rows.try_next().await? {
-            each(runner_seen(&row, &reused)?);
-        }
-        Ok(())
+    )
+    .bind(since)
+    .fetch(&mut *connection);
+    while let Some(row) = rows.try_next().await? {
+        each(runner_seen(&row, reused)?);
     }
+    Ok(())
+}
 
-    /// Identified runners that were self-hosted, never on a single-use tier, and last seen
-    /// before `stale_before`, over every kept record.
-    async fn stale_persistent(&self, stale_before: i64) -> Result<i64, Error> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) FROM (
+/// Identified runners that were self-hosted, never on a single-use tier, and last seen
+/// before `stale_before`, over every kept record.
+async fn stale_persistent(connection: &mut AnyConnection, stale_before: i64) -> Result<i64, Error> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) FROM (
                  SELECT MAX(single_use) AS single_use,
                         MAX(CASE WHEN runner_environment = 'self-hosted' THEN 1 ELSE 0 END) AS self_hosted,
                         MAX(seen_at) AS last_seen
                  FROM runner_jobs WHERE runner_key IS NOT NULL GROUP BY issuer, runner_key
              ) seen
              WHERE self_hosted = 1 AND single_use = 0 AND last_seen < $1",
-        )
-        .bind(stale_before)
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(row.try_get(0)?)
-    }
+    )
+    .bind(stale_before)
+    .fetch_one(&mut *connection)
+    .await?;
+    Ok(row.try_get(0)?)
 }
 
 fn runner_seen(row: &AnyRow, reused: &HashSet<(String, String)>) -> Result<RunnerJobsSeen, Error> {
