@@ -112,7 +112,9 @@ impl Broker {
             runner_key: job.runner_key().ok(),
             runner_name: job.runner.name.as_ref().map(|name| name.value.clone()),
             runner_group: job.runner.group.as_ref().or(job.runner.queue.as_ref()).map(|group| group.value.clone()),
-            runner_environment: job.runner_environment.clone(),
+            // The pool's hosted-ness where the token does not say, so that Azure's self-hosted
+            // agents count as self-hosted in the fleet report.
+            runner_environment: job.effective_runner_environment().map(|environment| environment.value.to_owned()),
             tier: tier.map(|tier| tier.name.to_owned()),
             single_use: tier.is_some_and(|tier| tier.single_use),
             roles_granted: roles_granted as i64,

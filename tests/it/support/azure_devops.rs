@@ -93,6 +93,16 @@ impl TimelineJob {
     }
 }
 
+/// An agent pool as the build answer's `queue.pool` names it.
+#[derive(Clone, Debug)]
+pub struct AgentPool {
+    pub name: &'static str,
+    pub hosted: bool,
+}
+
+/// A self-hosted pool of the organisation's own agents.
+pub const SELF_HOSTED_POOL: AgentPool = AgentPool { name: "linux-pool", hosted: false };
+
 /// One request the stand-in received.
 #[derive(Clone, Debug)]
 pub struct Seen {
@@ -110,6 +120,8 @@ struct Shared {
     runs: HashMap<(String, String, u64), Run>,
     /// Each run's job records, by the same key; a run without any shows none.
     jobs: HashMap<(String, String, u64), Vec<TimelineJob>>,
+    /// Each run's pool, by the same key, where it is not the fixtures' Microsoft-hosted one.
+    pools: HashMap<(String, String, u64), AgentPool>,
     requests: Vec<Seen>,
 }
 
@@ -183,6 +195,11 @@ impl AzureDevOps {
     /// How the build API answers for run `run` of the fixtures' project in `org` from now on.
     pub fn set_run(&self, org: Org, run: u64, answer: Run) {
         self.shared.lock().unwrap().runs.insert((org.name.to_owned(), PROJECT.to_owned(), run), answer);
+    }
+
+    /// Runs run `run` of `org` in `pool` from now on (its queue stays the run's queue).
+    pub fn set_pool(&self, org: Org, run: u64, pool: AgentPool) {
+        self.shared.lock().unwrap().pools.insert((org.name.to_owned(), PROJECT.to_owned(), run), pool);
     }
 
     /// Shows `job` in the timeline of run `run` of `org` from now on, in place of any record of
@@ -386,6 +403,11 @@ async fn respond(service: &Service, path: &str, query: &str, credentials: Option
     body["id"] = json!(run);
     body["status"] = json!(status);
     body["project"]["id"] = json!(project);
+    let pool = service.shared.lock().unwrap().pools.get(&key).cloned();
+    if let Some(AgentPool { name, hosted }) = pool {
+        body["queue"]["name"] = json!(name);
+        body["queue"]["pool"] = json!({ "id": 9, "name": name, "isHosted": hosted });
+    }
     Json(body).into_response()
 }
 
