@@ -416,13 +416,38 @@ mod tests {
     }
 
     #[test]
-    fn an_agent_is_told_by_its_pool_and_name_together() {
-        let mut job = Job { runner_key_by: RunnerKey::GroupAndName, ..Job::default() };
-        assert_eq!(job.runner_key(), Err("runner_group"));
-        job.runner.group = Some(Sourced::new("linux-pool".into(), FactSource::CiApi));
-        assert_eq!(job.runner_key(), Err("runner_name"));
-        job.runner.name = Some(Sourced::new("agent-7".into(), FactSource::CiApi));
-        assert_eq!(job.runner_key().as_deref(), Ok("linux-pool/agent-7"));
+    fn each_runner_key_names_the_fact_it_lacks() {
+        let fact = |value: &str| Some(Sourced::new(value.to_owned(), FactSource::CiApi));
+        let runner = |id: Option<&str>, name: Option<&str>, group: Option<&str>, manager: Option<&str>| Runner {
+            id: id.and_then(fact),
+            name: name.and_then(fact),
+            group: group.and_then(fact),
+            manager: manager.and_then(fact),
+            ..Runner::default()
+        };
+        let every = runner(Some("42"), Some("agent-7"), Some("linux-pool"), Some("s_7c3b"));
+        let cases = [
+            (RunnerKey::IdAndName, every.clone(), Ok("42/agent-7")),
+            (RunnerKey::IdAndName, runner(None, Some("agent-7"), None, None), Err("runner_id")),
+            (RunnerKey::IdAndName, runner(Some("42"), None, None, None), Err("runner_name")),
+            (RunnerKey::Id, every.clone(), Ok("42")),
+            (RunnerKey::Id, runner(None, Some("agent-7"), Some("linux-pool"), None), Err("runner_id")),
+            (RunnerKey::Manager, every.clone(), Ok("s_7c3b")),
+            (RunnerKey::Manager, runner(Some("42"), Some("agent-7"), None, None), Err("runner_manager")),
+            // A Jenkins agent: its name alone, whatever else is known.
+            (RunnerKey::Name, every.clone(), Ok("agent-7")),
+            (RunnerKey::Name, runner(Some("42"), None, Some("linux-pool"), None), Err("runner_name")),
+            // An Azure agent, within its pool: a run-bound exchange knows the pool, not the agent.
+            (RunnerKey::GroupAndName, every.clone(), Ok("linux-pool/agent-7")),
+            (RunnerKey::GroupAndName, runner(Some("42"), None, Some("linux-pool"), None), Err("runner_name")),
+            (RunnerKey::GroupAndName, runner(None, Some("agent-7"), None, None), Err("runner_group")),
+            (RunnerKey::GroupAndName, Runner::default(), Err("runner_group")),
+            (RunnerKey::Unknown, every, Err("runner_id")),
+        ];
+        for (key, runner, expected) in cases {
+            let job = Job { runner_key_by: key, runner: runner.clone(), ..Job::default() };
+            assert_eq!(job.runner_key().as_deref().map_err(|fact| *fact), expected, "{key:?} {runner:?}");
+        }
     }
 
     #[test]

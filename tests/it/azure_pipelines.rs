@@ -395,6 +395,13 @@ async fn azure_pipelines_single_use_agents_serve_one_job() {
     assert_eq!((status, refusal(&answer).0), (403, Some("access_denied")), "{answer}");
     let (status, answer) = exchange(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-single-use"]).await;
     assert_eq!((status, refusal(&answer).0), (403, Some("runner_unknown")), "{answer}");
+    // The pool is known; the agent, named only by a job's record, is the fact it lacks.
+    assert!(
+        refusal(&answer).1.contains(
+            "this job's runner_name is unknown: the exchange named no job within the run, and Azure Pipelines names an agent only for a job"
+        ),
+        "{answer}"
+    );
 
     // The fleet report counts the agents, keyed by pool and name.
     let mut report = Value::Null;
