@@ -177,8 +177,11 @@ pub struct Job {
     /// The CI's own name for the job the build belongs to, where it has one apart from the
     /// repository: Jenkins' full name, `octo-org/octo-repo/main`.
     pub job_name: Option<String>,
+    /// The token's `runner_environment` claim, or its CI's fixed one (Jenkins: `self-hosted`).
+    /// Where the token says nothing, the CI's API may (`runner.environment`): read both through
+    /// `Job::effective_runner_environment`.
     pub runner_environment: Option<String>,
-    /// What is known of the runner beyond its environment, each fact with its source.
+    /// What is known of the runner beyond what its token says, each fact with its source.
     pub runner: Runner,
     /// Which runner facts identify its host, as the job's CI says.
     pub runner_key_by: RunnerKey,
@@ -214,6 +217,20 @@ impl Job {
                 (Some(_), None) => Err("runner_name"),
             },
             RunnerKey::Unknown => Err("runner_id"),
+        }
+    }
+
+    /// Whether the job's runner is its CI's hosted one or `self-hosted`, and who told it: the
+    /// token's claim wherever there is one, since a signed claim beats the CI's API and webhooks,
+    /// else what they told (an Azure Pipelines pool). A fact a policy author gives `policy
+    /// explain` or `policy test` beats the claim, as every given fact does. Policy, the audit
+    /// trail and the fleet report all read it here, so they never disagree.
+    pub fn effective_runner_environment(&self) -> Option<Sourced<&str>> {
+        let claim = self.runner_environment.as_deref().map(|claim| Sourced::new(claim, FactSource::Token));
+        let told = self.runner.environment.as_ref().map(|fact| Sourced::new(fact.value.as_str(), fact.source));
+        match (claim, told) {
+            (Some(claim), Some(told)) => Some(if told.source > claim.source { told } else { claim }),
+            (claim, told) => claim.or(told),
         }
     }
 
@@ -261,6 +278,9 @@ impl<T> Sourced<T> {
 /// condition on a fact nobody told is false.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Runner {
+    /// Hosted by the CI or `self-hosted`, where the token does not say: Azure Pipelines' pool,
+    /// `microsoft-hosted` or `self-hosted`. A token's claim is `Job::runner_environment`.
+    pub environment: Option<Sourced<String>>,
     /// GitHub's `runner_id`, GitLab's runner (a configuration many hosts may share), Buildkite's
     /// `agent_id`.
     pub id: Option<Sourced<String>>,
@@ -290,6 +310,7 @@ impl Runner {
                 *mine = Some(theirs);
             }
         }
+        take(&mut self.environment, other.environment);
         take(&mut self.id, other.id);
         take(&mut self.name, other.name);
         take(&mut self.group, other.group);
@@ -317,6 +338,9 @@ pub struct RunnerFacts {
     pub runner_type: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manager: Option<String>,
+    /// Absent from what brokers before it stored, and from every CI's facts but Azure Pipelines'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
     /// `ci_api`, or the webhook it came from (`webhook:github`). Kept last: the store tells the
     /// API's facts by how their JSON ends.
     pub source: String,
@@ -343,6 +367,7 @@ impl RunnerFacts {
             queue: self.queue.map(bounded_fact),
             runner_type: self.runner_type.map(bounded_fact),
             manager: self.manager.map(bounded_fact),
+            environment: self.environment.map(bounded_fact),
             source: bounded_fact(self.source),
         }
     }
@@ -352,6 +377,7 @@ impl RunnerFacts {
         let source = if self.source == FactSource::CiApi.as_str() { FactSource::CiApi } else { FactSource::Webhook };
         let told = |value: &Option<String>| value.clone().map(|v| Sourced::new(v, source));
         Runner {
+            environment: told(&self.environment),
             id: told(&self.id),
             name: told(&self.name),
             group: told(&self.group),
@@ -390,12 +416,72 @@ mod tests {
     }
 
     #[test]
-    fn an_agent_is_told_by_its_pool_and_name_together() {
-        let mut job = Job { runner_key_by: RunnerKey::GroupAndName, ..Job::default() };
-        assert_eq!(job.runner_key(), Err("runner_group"));
-        job.runner.group = Some(Sourced::new("linux-pool".into(), FactSource::CiApi));
-        assert_eq!(job.runner_key(), Err("runner_name"));
-        job.runner.name = Some(Sourced::new("agent-7".into(), FactSource::CiApi));
-        assert_eq!(job.runner_key().as_deref(), Ok("linux-pool/agent-7"));
+    fn each_runner_key_names_the_fact_it_lacks() {
+        let fact = |value: &str| Some(Sourced::new(value.to_owned(), FactSource::CiApi));
+        let runner = |id: Option<&str>, name: Option<&str>, group: Option<&str>, manager: Option<&str>| Runner {
+            id: id.and_then(fact),
+            name: name.and_then(fact),
+            group: group.and_then(fact),
+            manager: manager.and_then(fact),
+            ..Runner::default()
+        };
+        let every = runner(Some("42"), Some("agent-7"), Some("linux-pool"), Some("s_7c3b"));
+        let cases = [
+            (RunnerKey::IdAndName, every.clone(), Ok("42/agent-7")),
+            (RunnerKey::IdAndName, runner(None, Some("agent-7"), None, None), Err("runner_id")),
+            (RunnerKey::IdAndName, runner(Some("42"), None, None, None), Err("runner_name")),
+            (RunnerKey::Id, every.clone(), Ok("42")),
+            (RunnerKey::Id, runner(None, Some("agent-7"), Some("linux-pool"), None), Err("runner_id")),
+            (RunnerKey::Manager, every.clone(), Ok("s_7c3b")),
+            (RunnerKey::Manager, runner(Some("42"), Some("agent-7"), None, None), Err("runner_manager")),
+            // A Jenkins agent: its name alone, whatever else is known.
+            (RunnerKey::Name, every.clone(), Ok("agent-7")),
+            (RunnerKey::Name, runner(Some("42"), None, Some("linux-pool"), None), Err("runner_name")),
+            // An Azure agent, within its pool: a run-bound exchange knows the pool, not the agent.
+            (RunnerKey::GroupAndName, every.clone(), Ok("linux-pool/agent-7")),
+            (RunnerKey::GroupAndName, runner(Some("42"), None, Some("linux-pool"), None), Err("runner_name")),
+            (RunnerKey::GroupAndName, runner(None, Some("agent-7"), None, None), Err("runner_group")),
+            (RunnerKey::GroupAndName, Runner::default(), Err("runner_group")),
+            (RunnerKey::Unknown, every, Err("runner_id")),
+        ];
+        for (key, runner, expected) in cases {
+            let job = Job { runner_key_by: key, runner: runner.clone(), ..Job::default() };
+            assert_eq!(job.runner_key().as_deref().map_err(|fact| *fact), expected, "{key:?} {runner:?}");
+        }
+    }
+
+    #[test]
+    fn the_runner_environment_is_the_token_s_before_any_other_source() {
+        let mut job = Job::default();
+        assert_eq!(job.effective_runner_environment(), None);
+        job.runner.merge(Runner {
+            environment: Some(Sourced::new("self-hosted".into(), FactSource::Webhook)),
+            ..Runner::default()
+        });
+        job.runner.merge(Runner {
+            environment: Some(Sourced::new("microsoft-hosted".into(), FactSource::CiApi)),
+            ..Runner::default()
+        });
+        assert_eq!(job.effective_runner_environment(), Some(Sourced::new("microsoft-hosted", FactSource::CiApi)));
+        job.runner_environment = Some("github-hosted".into());
+        assert_eq!(job.effective_runner_environment(), Some(Sourced::new("github-hosted", FactSource::Token)));
+        job.runner.environment = Some(Sourced::new("self-hosted".into(), FactSource::Given));
+        assert_eq!(job.effective_runner_environment(), Some(Sourced::new("self-hosted", FactSource::Given)));
+    }
+
+    #[test]
+    fn stored_facts_keep_the_environment_and_read_without_it() {
+        let facts = RunnerFacts {
+            group: Some("linux-pool".into()),
+            environment: Some("self-hosted".into()),
+            source: "ci_api".into(),
+            ..RunnerFacts::default()
+        };
+        let stored = serde_json::to_string(&facts).unwrap();
+        assert_eq!(stored, r#"{"group":"linux-pool","environment":"self-hosted","source":"ci_api"}"#);
+        let runner = serde_json::from_str::<RunnerFacts>(&stored).unwrap().to_runner();
+        assert_eq!(runner.environment, Some(Sourced::new("self-hosted".into(), FactSource::CiApi)));
+        let before = serde_json::from_str::<RunnerFacts>(r#"{"group":"linux-pool","source":"ci_api"}"#).unwrap();
+        assert_eq!(before.environment, None);
     }
 }

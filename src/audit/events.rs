@@ -25,6 +25,8 @@ pub struct JobIdentity<'a> {
     pub workflow_ref: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<&'a str>,
+    /// The token's claim, else what the CI's API told (an Azure Pipelines pool): the value policy
+    /// judged (`Job::effective_runner_environment`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runner_environment: Option<&'a str>,
 }
@@ -41,7 +43,7 @@ impl<'a> From<&'a Job> for JobIdentity<'a> {
             environment: job.environment.as_deref(),
             workflow_ref: job.workflow_ref.as_deref(),
             run_id: job.run_id.as_deref(),
-            runner_environment: job.runner_environment.as_deref(),
+            runner_environment: job.effective_runner_environment().map(|environment| environment.value),
         }
     }
 }

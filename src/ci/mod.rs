@@ -262,7 +262,7 @@ mod tests {
             (CiKind::Buildkite, "buildkite-token-claims.json", RunnerKey::Id),
             (CiKind::Circleci, "circleci-token-claims.json", RunnerKey::Unknown),
             (CiKind::Jenkins, "jenkins-token-claims.json", RunnerKey::Name),
-            (CiKind::AzurePipelines, "azure-pipelines-token-claims.json", RunnerKey::Unknown),
+            (CiKind::AzurePipelines, "azure-pipelines-token-claims.json", RunnerKey::GroupAndName),
         ] {
             let job = kind.ci().job(&super::Issuer::named(kind.name()), &claims(fixture)).unwrap();
             assert_eq!((job.kind, job.runner_key_by), (Some(kind), key), "{fixture}");

@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 use super::{Broker, Error};
 use crate::audit::{Event, JobIdentity};
 use crate::clock::now;
-use crate::job::Job;
+use crate::job::{Job, RunnerKey};
 use crate::store::{RunnerClaim, RunnerJob, RunnerRefusal, Store};
 
 /// Judged jobs on their way to the store, written in batches by a task of their own: the fleet
@@ -80,7 +80,7 @@ impl Broker {
         let key = job.runner_key().map_err(|fact| Error::RunnerUnknown {
             tier: tier.name.to_owned(),
             fact,
-            why: job.runner.unavailable.clone().unwrap_or_else(|| UNTOLD.to_owned()),
+            why: why_untold(job),
         })?;
         let keep_until = now().saturating_add(self.lifecycle.runner_retention.as_secs() as i64);
         match self.store.claim_runner(&job.issuer, &key, &job.job_id, keep_until).await? {
@@ -112,7 +112,9 @@ impl Broker {
             runner_key: job.runner_key().ok(),
             runner_name: job.runner.name.as_ref().map(|name| name.value.clone()),
             runner_group: job.runner.group.as_ref().or(job.runner.queue.as_ref()).map(|group| group.value.clone()),
-            runner_environment: job.runner_environment.clone(),
+            // The pool's hosted-ness where the token does not say, so that Azure's self-hosted
+            // agents count as self-hosted in the fleet report.
+            runner_environment: job.effective_runner_environment().map(|environment| environment.value.to_owned()),
             tier: tier.map(|tier| tier.name.to_owned()),
             single_use: tier.is_some_and(|tier| tier.single_use),
             roles_granted: roles_granted as i64,
@@ -145,3 +147,48 @@ impl Broker {
 }
 
 const UNTOLD: &str = "neither the token, the CI's API nor a webhook told it";
+
+/// Why a job's runner key could not be had, in the words that help its author: where the key's
+/// fact can never be told for this job, say so rather than blame the sources.
+fn why_untold(job: &Job) -> String {
+    if let Some(why) = &job.runner.unavailable {
+        return why.clone();
+    }
+    let ci = job.kind.map(|kind| kind.ci());
+    match ci {
+        Some(ci) if job.runner_key_by == RunnerKey::Unknown => {
+            format!("{} tells no fact that names a runner host", ci.title)
+        }
+        Some(ci) if ci.job_in_run.is_some() && job.named_job.is_none() => {
+            format!("the exchange named no job within the run, and {} names an agent only for a job", ci.title)
+        }
+        _ => UNTOLD.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{UNTOLD, why_untold};
+    use crate::job::{CiKind, Job, NamedJob, RunnerKey};
+
+    #[test]
+    fn an_unknown_runner_key_is_explained_by_what_could_never_tell_it() {
+        let job = |kind: CiKind, key: RunnerKey| Job { kind: Some(kind), runner_key_by: key, ..Job::default() };
+        let circleci = job(CiKind::Circleci, RunnerKey::Unknown);
+        assert_eq!(why_untold(&circleci), "CircleCI tells no fact that names a runner host");
+        let run = job(CiKind::AzurePipelines, RunnerKey::GroupAndName);
+        assert_eq!(
+            why_untold(&run),
+            "the exchange named no job within the run, and Azure Pipelines names an agent only for a job"
+        );
+        let named = Job { named_job: Some(NamedJob::new("e87e3d16-29b0-5003-7d86-82b704b96244", 1).unwrap()), ..run };
+        assert_eq!(why_untold(&named), UNTOLD);
+        let github = job(CiKind::Github, RunnerKey::IdAndName);
+        assert_eq!(why_untold(&github), UNTOLD);
+        let unavailable = Job {
+            runner: crate::job::Runner { unavailable: Some("HTTP 500".into()), ..Default::default() },
+            ..circleci
+        };
+        assert_eq!(why_untold(&unavailable), "HTTP 500");
+    }
+}

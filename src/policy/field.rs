@@ -125,11 +125,12 @@ impl Field {
     }
 
     /// A fact about the runner that the token may not carry, so that the CI's API or a webhook
-    /// may have to tell it.
+    /// may have to tell it (an Azure token says nothing of its runner's environment).
     pub(super) fn is_runner_fact(&self) -> bool {
         matches!(
             self,
-            Self::RunnerId
+            Self::RunnerEnvironment
+                | Self::RunnerId
                 | Self::RunnerName
                 | Self::RunnerGroup
                 | Self::RunnerLabels
@@ -146,6 +147,12 @@ impl Field {
             v.as_ref().map_or(Actual::Missing, |fact| Actual::Fact(&fact.value, fact.source))
         };
         let flag = |v: Option<bool>| v.map_or(Actual::Missing, |b| Actual::Text(bool_text(b)));
+        // A token's claim reads as the claims do; a fact the CI's API told shows its source.
+        let environment = |v: Option<Sourced<&'j str>>| match v {
+            None => Actual::Missing,
+            Some(Sourced { value, source: FactSource::Token }) => Actual::Text(value),
+            Some(Sourced { value, source }) => Actual::Fact(value, source),
+        };
         match self {
             Self::Issuer => Actual::Text(&job.issuer),
             Self::Repository => Actual::Text(&job.repository),
@@ -161,7 +168,7 @@ impl Field {
             Self::WorkflowRef => text(&job.workflow_ref),
             Self::JobWorkflowRef => text(&job.job_workflow_ref),
             Self::JobName => text(&job.job_name),
-            Self::RunnerEnvironment => text(&job.runner_environment),
+            Self::RunnerEnvironment => environment(job.effective_runner_environment()),
             Self::RunnerId => fact(&job.runner.id),
             Self::RunnerName => fact(&job.runner.name),
             Self::RunnerGroup => fact(&job.runner.group),

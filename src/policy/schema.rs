@@ -124,6 +124,9 @@ struct ConditionsShape {
     job_workflow_ref: Option<ValueShape>,
     /// Jenkins: the job's full name, `octo-org/octo-repo/main`.
     job_name: Option<ValueShape>,
+    /// The token's `runner_environment` (`github-hosted`, `gitlab-hosted`, `self-hosted` …);
+    /// Jenkins: `self-hosted`; Azure Pipelines: the pool's, from the CI's API, `microsoft-hosted` or
+    /// `self-hosted`.
     runner_environment: Option<ValueShape>,
     /// GitHub: from the CI's API or a webhook; GitLab: the token's (a configuration, not a host);
     /// Buildkite: the token's `agent_id`.

@@ -24,8 +24,8 @@ pub enum PolicyCommand {
         /// Roles to explain (repeat or comma-separate); every role when omitted.
         #[arg(long, value_delimiter = ',')]
         role: Vec<String>,
-        /// A runner fact the CI's API or a webhook would tell (repeatable): id, name, group,
-        /// labels (comma-separated), queue, type or manager, e.g. `--runner-fact group=release`.
+        /// A runner fact the CI's API or a webhook would tell (repeatable): environment, id, name,
+        /// group, labels (comma-separated), queue, type or manager, e.g. `--runner-fact group=release`.
         #[arg(long = "runner-fact", value_name = "NAME=VALUE", value_parser = super::runner_facts::parse_arg)]
         runner_fact: Vec<(String, String)>,
         #[command(flatten)]

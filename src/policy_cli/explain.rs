@@ -84,7 +84,7 @@ fn render_check(check: &ConditionCheck) -> String {
     let mark = if check.holds { "held  " } else { "failed" };
     let missing = match check.field.as_str() {
         "runner_tier" => "(in no runner tier)",
-        field if field.starts_with("runner_") && field != "runner_environment" => "(unknown)",
+        field if field.starts_with("runner_") => "(unknown)",
         _ => "(not in the token)",
     };
     let actual = check.actual.as_deref().unwrap_or(missing);
@@ -101,8 +101,8 @@ fn render_runner(job: &Job) -> String {
     }
     let runner = &job.runner;
     let mut parts = Vec::new();
-    if let Some(environment) = &job.runner_environment {
-        parts.push(format!("environment {environment} (token)"));
+    if let Some(environment) = job.effective_runner_environment() {
+        parts.push(format!("environment {} ({})", environment.value, environment.source.as_str()));
     }
     one(&mut parts, "id", &runner.id);
     one(&mut parts, "name", &runner.name);
@@ -114,4 +114,21 @@ fn render_runner(job: &Job) -> String {
     one(&mut parts, "type", &runner.runner_type);
     one(&mut parts, "manager", &runner.manager);
     if parts.is_empty() { "(nothing known)".to_owned() } else { parts.join(", ") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_runner;
+    use crate::job::{FactSource, Job, Sourced};
+
+    #[test]
+    fn the_runner_s_environment_shows_who_told_it() {
+        let mut job = Job::default();
+        assert_eq!(render_runner(&job), "(nothing known)");
+        job.runner.environment = Some(Sourced::new("self-hosted".into(), FactSource::CiApi));
+        job.runner.group = Some(Sourced::new("linux-pool".into(), FactSource::CiApi));
+        assert_eq!(render_runner(&job), "environment self-hosted (ci_api), group linux-pool (ci_api)");
+        job.runner_environment = Some("github-hosted".into());
+        assert_eq!(render_runner(&job), "environment github-hosted (token), group linux-pool (ci_api)");
+    }
 }

@@ -1,18 +1,19 @@
 //! Runner facts a policy author gives `policy explain` (`--runner-fact NAME=VALUE`) or a test case
-//! (`runner: {name, group, labels, queue, type, manager}`): what the CI's API or a webhook would
-//! tell at an exchange, with source `given`.
+//! (`runner: {environment, id, name, group, labels, queue, type, manager}`): what the CI's API or a
+//! webhook would tell at an exchange, with source `given`.
 
 use serde::Deserialize;
 
 use crate::job::{FactSource, Runner, Sourced};
 
 /// The fact names, as the policy conditions name them without `runner_`.
-pub const NAMES: &[&str] = &["id", "name", "group", "labels", "queue", "type", "manager"];
+pub const NAMES: &[&str] = &["environment", "id", "name", "group", "labels", "queue", "type", "manager"];
 
 /// Sets one fact; `labels` takes a comma-separated list.
 pub fn set(runner: &mut Runner, name: &str, value: &str) -> Result<(), String> {
     let given = |value: &str| Some(Sourced::new(value.to_owned(), FactSource::Given));
     match name.strip_prefix("runner_").unwrap_or(name) {
+        "environment" => runner.environment = given(value),
         "id" => runner.id = given(value),
         "name" => runner.name = given(value),
         "group" => runner.group = given(value),
@@ -41,6 +42,8 @@ pub fn parse_arg(text: &str) -> Result<(String, String), String> {
 #[serde(deny_unknown_fields)]
 pub struct RunnerDoc {
     #[serde(default)]
+    environment: Option<String>,
+    #[serde(default)]
     id: Option<String>,
     #[serde(default)]
     name: Option<String>,
@@ -61,6 +64,7 @@ impl RunnerDoc {
     pub fn apply(&self, runner: &mut Runner) {
         let given = |value: &Option<String>| value.clone().map(|v| Sourced::new(v, FactSource::Given));
         runner.merge(Runner {
+            environment: given(&self.environment),
             id: given(&self.id),
             name: given(&self.name),
             group: given(&self.group),

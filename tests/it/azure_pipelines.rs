@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::azure_devops::{
-    AZURE_AUDIENCE, AzureDevOps, JOB, ORG, OTHER_ORG, Org, RUN, Run, SIBLING, TimelineJob,
+    AZURE_AUDIENCE, AzureDevOps, JOB, ORG, OTHER_ORG, Org, RUN, Run, SELF_HOSTED_POOL, SIBLING, TimelineJob,
 };
 use crate::support::stack::Stack;
 use crate::support::{AUDIENCE, claims_for};
@@ -42,6 +42,12 @@ pub const ROLES: &str = r#"  - name: azure-read
     vault: { policies: [read-config] }
     allow:
       - { issuer: azure, runner_tier: azure-agents }
+  - name: azure-self-hosted
+    backend: vault
+    max_ttl: 5m
+    vault: { policies: [read-config] }
+    allow:
+      - { issuer: azure, runner_tier: azure-self-hosted }
 "#;
 
 /// A stack whose broker pins the fixtures' organisation as issuer `azure`, asks its build API,
@@ -389,6 +395,13 @@ async fn azure_pipelines_single_use_agents_serve_one_job() {
     assert_eq!((status, refusal(&answer).0), (403, Some("access_denied")), "{answer}");
     let (status, answer) = exchange(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-single-use"]).await;
     assert_eq!((status, refusal(&answer).0), (403, Some("runner_unknown")), "{answer}");
+    // The pool is known; the agent, named only by a job's record, is the fact it lacks.
+    assert!(
+        refusal(&answer).1.contains(
+            "this job's runner_name is unknown: the exchange named no job within the run, and Azure Pipelines names an agent only for a job"
+        ),
+        "{answer}"
+    );
 
     // The fleet report counts the agents, keyed by pool and name.
     let mut report = Value::Null;
@@ -404,4 +417,58 @@ async fn azure_pipelines_single_use_agents_serve_one_job() {
     let first = agent("Azure Pipelines/Azure Pipelines 1");
     assert_eq!((&first["issuer"], &first["reused"]), (&json!("azure"), &json!(true)), "{report}");
     assert_eq!(agent("Azure Pipelines/Azure Pipelines 2")["single_use"], json!(true), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_pipelines_self_hosted_pools_are_self_hosted_runners() {
+    let azure = AzureDevOps::start().await;
+    let tiers = "  - name: azure-self-hosted\n    match: { issuer: azure, runner_environment: self-hosted }\n";
+    let config = format!("{}{}", azure.issuer_config("azure", ORG, ""), azure.api_config("azure", ORG, ""));
+    let stack = Stack::start_with_policy(None, &config, tiers, ROLES, azure.env()).await;
+    azure.set_run(ORG, RUN, Run::InProgress);
+    azure.set_pool(ORG, RUN, SELF_HOSTED_POOL);
+    azure.set_job(ORG, RUN, TimelineJob::new(JOB, "inProgress", Some("linux-agent-1")));
+
+    // The token says nothing of the agent: the build API's pool puts the run and its job in the tier.
+    let (status, answer) = exchange(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-self-hosted"]).await;
+    assert_eq!(status, 200, "{answer}");
+    let token = azure.token(ORG, RUN, |_| {});
+    let (status, answer) = exchange_job(&stack, &token, &["azure-self-hosted"], JOB, 1).await;
+    assert_eq!(status, 200, "{answer}");
+    let granted = events(&stack, "exchange.granted");
+    assert_eq!(granted.len(), 2, "{granted:?}");
+    assert!(granted.iter().all(|event| event["job"]["runner_environment"] == "self-hosted"), "{granted:?}");
+    let runner = &listed_job(&stack, &job_id(RUN, JOB, 1))["runner"];
+    assert_eq!(
+        (&runner["environment"], &runner["runner_type"], &runner["name"]),
+        (&json!("self-hosted"), &json!("self-hosted"), &json!("linux-agent-1")),
+        "{runner}"
+    );
+
+    // A run on Microsoft's hosted pool is in no such tier.
+    azure.set_run(ORG, 4712, Run::InProgress);
+    let (status, answer) = exchange(&stack, &azure.token(ORG, 4712, |_| {}), &["azure-self-hosted"]).await;
+    assert_eq!((status, refusal(&answer).0), (403, Some("access_denied")), "{answer}");
+    assert!(answer["denied"][0]["reasons"].to_string().contains("runner_tier"), "{answer}");
+    let refused = events(&stack, "exchange.refused");
+    assert_eq!(refused[0]["job"]["runner_environment"], "microsoft-hosted", "{refused:?}");
+
+    // The fleet report counts the pool's jobs as self-hosted, and its agent among self-hosted runners.
+    let mut report = Value::Null;
+    for _ in 0..100 {
+        report = serde_json::from_str(&stack.broker.cli(&["runners", "report", "--format", "json"])).unwrap();
+        if report["summary"]["jobs"] == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        (&report["summary"]["jobs"], &report["summary"]["self_hosted_jobs"]),
+        (&json!(3), &json!(2)),
+        "{report}"
+    );
+    let listed: Value =
+        serde_json::from_str(&stack.broker.cli(&["runners", "list", "--self-hosted", "--format", "json"])).unwrap();
+    let keys: Vec<&Value> = listed.as_array().unwrap().iter().map(|runner| &runner["key"]).collect();
+    assert!(keys.contains(&&json!("linux-pool/linux-agent-1")), "{listed}");
 }

@@ -39,7 +39,7 @@ pub(crate) fn arg(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
-fn repo_policy() -> PathBuf {
+pub(crate) fn repo_policy() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policy")
 }
 

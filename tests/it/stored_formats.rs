@@ -94,11 +94,15 @@ fn runner_facts_are_stored_with_their_source_last() {
         queue: Some("default".into()),
         runner_type: Some("project_type".into()),
         manager: Some("s_7c3b2a1f9e04".into()),
+        environment: Some("self-hosted".into()),
         source: "ci_api".into(),
     };
-    let stored = r#"{"id":"5","name":"release-runner-5","group":"release","labels":["self-hosted","linux"],"queue":"default","runner_type":"project_type","manager":"s_7c3b2a1f9e04","source":"ci_api"}"#;
+    let stored = r#"{"id":"5","name":"release-runner-5","group":"release","labels":["self-hosted","linux"],"queue":"default","runner_type":"project_type","manager":"s_7c3b2a1f9e04","environment":"self-hosted","source":"ci_api"}"#;
     assert_eq!(serde_json::to_string(&every).unwrap(), stored);
     assert_eq!(serde_json::from_str::<RunnerFacts>(stored).unwrap(), every);
+    // As brokers stored them before the environment was a fact: read, without it.
+    let before = r#"{"id":"5","name":"release-runner-5","group":"release","labels":["self-hosted","linux"],"queue":"default","runner_type":"project_type","manager":"s_7c3b2a1f9e04","source":"ci_api"}"#;
+    assert_eq!(serde_json::from_str::<RunnerFacts>(before).unwrap(), RunnerFacts { environment: None, ..every });
     let sparse =
         RunnerFacts { name: Some("acme-inc-linux-1".into()), source: "webhook:buildkite".into(), ..Default::default() };
     let stored = r#"{"name":"acme-inc-linux-1","source":"webhook:buildkite"}"#;

@@ -204,10 +204,14 @@ fn run_liveness(status: &str) -> Liveness {
     }
 }
 
+/// The pool as the run's (or a job's) runner: its name the group, its hosted-ness both the
+/// `runner_type` rules already pin and the `runner_environment` every CI's runners share, in the
+/// words GitHub's and GitLab's claims use (`…-hosted`, `self-hosted`).
 fn pool_facts(pool: Pool) -> RunnerFacts {
     RunnerFacts {
         group: Some(pool.name),
         runner_type: Some(if pool.is_hosted { "hosted" } else { "self-hosted" }.to_owned()),
+        environment: Some(if pool.is_hosted { "microsoft-hosted" } else { "self-hosted" }.to_owned()),
         source: FactSource::CiApi.as_str().to_owned(),
         ..RunnerFacts::default()
     }

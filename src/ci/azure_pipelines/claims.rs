@@ -55,7 +55,10 @@ pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
         git_ref,
         ref_type: ref_type.map(str::to_owned),
         event,
-        runner_key_by: RunnerKey::Unknown,
+        // An agent is named within its pool, so the pool and the agent's name tell it from
+        // others. Only a job's timeline record names its agent: a run-bound exchange knows at most
+        // the pool, so a single-use tier refuses it for the agent's name, the fact it lacks.
+        runner_key_by: RunnerKey::GroupAndName,
         ..Job::new(issuer.name, run_id, required(c.rpo_id, "rpo_id")?)
     })
 }
@@ -63,11 +66,9 @@ pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
 /// Binds the run's credentials to the job within it that the exchange request names, once the
 /// run's timeline confirms it runs: its id is `{run}/{job}/{attempt}`. Azure derives a job's id
 /// from its stage's and its own names, so the same id recurs in every run of a pipeline and in
-/// unrelated organisations; the issuer already pins the organisation. The agent that runs a job
-/// is named within its pool, so the pool and the agent's name tell it from others.
+/// unrelated organisations; the issuer already pins the organisation.
 pub fn bind_job(job: &mut Job, named: NamedJob) {
     let run = job.run_id.clone().unwrap_or_else(|| job.job_id.clone());
     job.job_id = format!("{run}/{}/{}", named.id, named.attempt);
-    job.runner_key_by = RunnerKey::GroupAndName;
     job.named_job = Some(named);
 }

@@ -124,7 +124,10 @@ fn the_build_answer_says_whether_the_run_goes_on() {
     let running = api.read_answer(&locator, &fixture("azure-pipelines-api-build-inprogress.json")).unwrap();
     assert_eq!(running.liveness, Liveness::Running);
     let pool = running.runner.unwrap();
-    assert_eq!((pool.group.as_deref(), pool.runner_type.as_deref()), (Some("Azure Pipelines"), Some("hosted")));
+    assert_eq!(
+        (pool.group.as_deref(), pool.runner_type.as_deref(), pool.environment.as_deref()),
+        (Some("Azure Pipelines"), Some("hosted"), Some("microsoft-hosted"))
+    );
     let completed = api.read_answer(&locator, &fixture("azure-pipelines-api-build-completed.json")).unwrap();
     assert_eq!(completed.liveness, Liveness::Finished);
 
@@ -184,6 +187,35 @@ fn a_named_job_is_asked_about_in_the_run_s_timeline_after_its_build() {
 }
 
 #[test]
+fn a_pool_s_hosted_ness_is_the_runner_s_environment_and_type() {
+    let api = CiKind::AzurePipelines.ci().api.unwrap();
+    let mut answer: Value = serde_json::from_slice(&fixture("azure-pipelines-api-build-inprogress.json")).unwrap();
+    for (hosted, environment, runner_type) in
+        [(true, "microsoft-hosted", "hosted"), (false, "self-hosted", "self-hosted")]
+    {
+        answer["queue"]["pool"] = json!({ "id": 9, "name": "linux-pool", "isHosted": hosted });
+        let build = serde_json::to_vec(&answer).unwrap();
+        let run = api.read_answer(&located(), &build).unwrap().runner.unwrap();
+        let job = api.read_answers(&located_job(1), &build, &fixture("azure-pipelines-api-timeline.json"));
+        let job = job.unwrap().runner.unwrap();
+        for facts in [run, job] {
+            assert_eq!(
+                (facts.group.as_deref(), facts.environment.as_deref(), facts.runner_type.as_deref()),
+                (Some("linux-pool"), Some(environment), Some(runner_type)),
+                "hosted: {hosted}"
+            );
+            let runner = facts.to_runner();
+            assert_eq!(runner.environment.map(|fact| fact.source), Some(crate::job::FactSource::CiApi));
+        }
+    }
+    // `isHosted` absent reads as false, as `runner_type` always has: Microsoft's own pools carry
+    // `isHosted: true`.
+    answer["queue"]["pool"] = json!({ "id": 9, "name": "linux-pool" });
+    let run = api.read_answer(&located(), &serde_json::to_vec(&answer).unwrap()).unwrap().runner.unwrap();
+    assert_eq!(run.environment.as_deref(), Some("self-hosted"));
+}
+
+#[test]
 fn the_job_record_says_whether_that_attempt_runs() {
     let api = CiKind::AzurePipelines.ci().api.unwrap();
     let build = fixture("azure-pipelines-api-build-inprogress.json");
@@ -224,7 +256,10 @@ fn the_pool_is_the_job_s_only_where_its_queue_is_the_run_s() {
     for other in [json!(4800), Value::Null] {
         let report = api.read_answers(&locator, &build, &timeline(|job| job["queueId"] = other.clone())).unwrap();
         let agent = report.runner.unwrap();
-        assert_eq!((agent.name.as_deref(), agent.group, agent.runner_type), (Some("Azure Pipelines 1"), None, None));
+        assert_eq!(
+            (agent.name.as_deref(), agent.group, agent.runner_type, agent.environment),
+            (Some("Azure Pipelines 1"), None, None, None)
+        );
     }
     let no_agent = api.read_answers(&locator, &build, &timeline(|job| job["workerName"] = Value::Null)).unwrap();
     assert_eq!(no_agent.runner.unwrap().name, None);

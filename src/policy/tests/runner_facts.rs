@@ -8,6 +8,14 @@ fn told(value: &str, source: FactSource) -> Option<Sourced<String>> {
     Some(Sourced::new(value.to_owned(), source))
 }
 
+/// A job whose token says nothing of its runner's environment, with `environment` as told.
+fn azure_like(environment: Option<Sourced<String>>) -> Job {
+    with(github_job(), |j| {
+        j.runner_environment = None;
+        j.runner.environment = environment;
+    })
+}
+
 fn labelled(labels: &[&str]) -> Job {
     with(github_job(), |j| {
         j.runner.labels = Some(Sourced::new(labels.iter().map(|l| (*l).to_owned()).collect(), FactSource::CiApi))
@@ -69,6 +77,30 @@ fn runner_fact_conditions() {
             &[],
         ),
         (
+            "an environment the CI's API told, where the token has none (an Azure pool)",
+            "{ runner_environment: self-hosted }",
+            azure_like(told("self-hosted", FactSource::CiApi)),
+            &[],
+        ),
+        (
+            "a Microsoft-hosted pool is not self-hosted",
+            "{ runner_environment: self-hosted }",
+            azure_like(told("microsoft-hosted", FactSource::CiApi)),
+            &["runner_environment: microsoft-hosted is not one of the allowed values"],
+        ),
+        (
+            "an environment nobody told is a runner fact unknown, not a claim missing",
+            "{ runner_environment: self-hosted }",
+            azure_like(None),
+            &["runner_environment unknown: neither the token, the CI's API nor a webhook told it"],
+        ),
+        (
+            "the token's claim beats what the CI's API told",
+            "{ runner_environment: self-hosted }",
+            with(github_job(), |j| j.runner.environment = told("self-hosted", FactSource::CiApi)),
+            &["runner_environment: github-hosted is not one of the allowed values"],
+        ),
+        (
             "Buildkite's queue",
             "{ runner_queue: deploy }",
             with(gitlab_job(), |j| j.runner.queue = told("deploy", FactSource::Token)),
@@ -122,6 +154,12 @@ fn a_decision_says_when_it_needs_runner_facts_the_job_lacks() {
     assert!(!unread.wants_runner_facts(&github_job(), &roles), "no requested role tests a tier, none is single-use");
     let read = parse(&role_policy(PLAIN_TIER, "[ { runner_tier: grouped } ]", "[]"));
     assert!(read.wants_runner_facts(&github_job(), &roles), "the requested role tests the tier");
+
+    let environment = parse(&role_policy("[]", "[ { runner_environment: self-hosted } ]", "[]"));
+    assert!(!environment.wants_runner_facts(&github_job(), &roles), "the token's claim tells it");
+    assert!(environment.wants_runner_facts(&azure_like(None), &roles), "an Azure token does not");
+    let told_environment = azure_like(told("self-hosted", FactSource::CiApi));
+    assert!(!environment.wants_runner_facts(&told_environment, &roles), "already known");
 }
 
 #[test]

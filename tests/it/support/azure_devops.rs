@@ -6,8 +6,11 @@
 //! (in progress, completed, another status, 404, 500, 429 with `Retry-After`, or too slow), its
 //! timeline at `…/builds/<run>/timeline` (the fixture's stage and phase, and the job records a
 //! test sets), and service hook bodies. The API takes a personal access token as HTTP Basic password, any
-//! user: none or a wrong one gets 401, as Azure DevOps answers an API call. Every request is
-//! recorded with the status it got and the Basic user it carried.
+//! user: none or a wrong one gets 401, as Azure DevOps answers an API call. A job's OIDC token
+//! request (`POST $(System.OidcRequestUri)?api-version=7.1`, at the URI [`AzureDevOps::job_env`]
+//! gives a job of a run) takes the job's `System.AccessToken` as a bearer token and answers
+//! `{"oidcToken": …}`, a fresh token of that run each time. Every request is recorded with its
+//! method, headers, body, the status it got and the Basic user it carried.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,8 +18,9 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -93,11 +97,24 @@ impl TimelineJob {
     }
 }
 
+/// An agent pool as the build answer's `queue.pool` names it.
+#[derive(Clone, Debug)]
+pub struct AgentPool {
+    pub name: &'static str,
+    pub hosted: bool,
+}
+
+/// A self-hosted pool of the organisation's own agents.
+pub const SELF_HOSTED_POOL: AgentPool = AgentPool { name: "linux-pool", hosted: false };
+
 /// One request the stand-in received.
 #[derive(Clone, Debug)]
 pub struct Seen {
+    pub method: Method,
     /// Path and query, as sent.
     pub target: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
     /// 0 while unanswered, or when the caller gave up first.
     pub status: u16,
     /// The user of HTTP Basic credentials, if any were sent.
@@ -110,14 +127,21 @@ struct Shared {
     runs: HashMap<(String, String, u64), Run>,
     /// Each run's job records, by the same key; a run without any shows none.
     jobs: HashMap<(String, String, u64), Vec<TimelineJob>>,
+    /// Each run's pool, by the same key, where it is not the fixtures' Microsoft-hosted one.
+    pools: HashMap<(String, String, u64), AgentPool>,
     requests: Vec<Seen>,
+    /// The run each job's OIDC request URI asks for, by its plan id (one per [`AzureDevOps::job_env`]).
+    plans: HashMap<String, (Org, u64)>,
+    /// Every pipeline token the OIDC token request endpoint handed out, in order.
+    issued: Vec<String>,
 }
 
 #[derive(Clone)]
 struct Service {
     root: Arc<str>,
     pat: Arc<str>,
-    jwk: Arc<Value>,
+    access_token: Arc<str>,
+    key: Arc<SigningKey>,
     shared: Arc<Mutex<Shared>>,
 }
 
@@ -126,7 +150,9 @@ pub struct AzureDevOps {
     pub root: String,
     /// The personal access token the build API takes.
     pub pat: String,
-    key: SigningKey,
+    /// `System.AccessToken`: what a job's OIDC token request is authenticated with.
+    pub access_token: String,
+    key: Arc<SigningKey>,
     shared: Arc<Mutex<Shared>>,
 }
 
@@ -136,16 +162,44 @@ impl AzureDevOps {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("binds");
         let root = format!("http://{}/", listener.local_addr().expect("address"));
         let pat = format!("pat{}", uuid::Uuid::new_v4().simple());
+        let access_token = format!("system-access-token-{}", uuid::Uuid::new_v4().simple());
+        let key = Arc::new(key);
         let shared = Arc::new(Mutex::new(Shared::default()));
         let service = Service {
             root: root.as_str().into(),
             pat: pat.as_str().into(),
-            jwk: Arc::new(key.jwk().clone()),
+            access_token: access_token.as_str().into(),
+            key: key.clone(),
             shared: shared.clone(),
         };
         let router = Router::new().fallback(answer).with_state(service);
         tokio::spawn(async move { axum::serve(listener, router).await });
-        Self { root, pat, key, shared }
+        Self { root, pat, access_token, key, shared }
+    }
+
+    /// What a step of run `run` of `org` has in its environment: `SYSTEM_OIDCREQUESTURI`, set in
+    /// every step, and `SYSTEM_ACCESSTOKEN` where the pipeline maps one (`access_token`). Each call
+    /// is a job of its own plan.
+    pub fn job_env(&self, org: Org, run: u64, access_token: Option<&str>) -> Vec<(&'static str, String)> {
+        let plan = uuid::Uuid::new_v4().to_string();
+        self.shared.lock().unwrap().plans.insert(plan.clone(), (org, run));
+        let uri = format!(
+            "{}{}/{PROJECT}/_apis/distributedtask/hubs/build/plans/{plan}/jobs/12f1170f-54f2-53f3-20dd-22fc7dff55f9/oidctoken",
+            self.root, org.name
+        );
+        let mut env = vec![("SYSTEM_OIDCREQUESTURI", uri)];
+        env.extend(access_token.map(|token| ("SYSTEM_ACCESSTOKEN", token.to_owned())));
+        env
+    }
+
+    /// Every pipeline token the OIDC token request endpoint handed out, in order.
+    pub fn issued(&self) -> Vec<String> {
+        self.shared.lock().unwrap().issued.clone()
+    }
+
+    /// The OIDC token requests received, in order.
+    pub fn token_requests(&self) -> Vec<Seen> {
+        self.requests().into_iter().filter(|seen| seen.target.contains("/oidctoken")).collect()
     }
 
     /// The issuer of `org`'s pipeline tokens: `<root><org id>`.
@@ -183,6 +237,11 @@ impl AzureDevOps {
     /// How the build API answers for run `run` of the fixtures' project in `org` from now on.
     pub fn set_run(&self, org: Org, run: u64, answer: Run) {
         self.shared.lock().unwrap().runs.insert((org.name.to_owned(), PROJECT.to_owned(), run), answer);
+    }
+
+    /// Runs run `run` of `org` in `pool` from now on (its queue stays the run's queue).
+    pub fn set_pool(&self, org: Org, run: u64, pool: AgentPool) {
+        self.shared.lock().unwrap().pools.insert((org.name.to_owned(), PROJECT.to_owned(), run), pool);
     }
 
     /// Shows `job` in the timeline of run `run` of `org` from now on, in place of any record of
@@ -225,17 +284,7 @@ impl AzureDevOps {
     /// `run_id`, `aud` the fixed audience, a fresh `jti`, `iat` now, `nbf` ten minutes before
     /// and `exp` five minutes after (as Azure DevOps mints them).
     pub fn claims(&self, org: Org, run: u64) -> Value {
-        let now = ci_creds::clock::now();
-        let mut claims = fixture("azure-pipelines-token-claims.json");
-        claims["iss"] = json!(self.issuer(org));
-        claims["org_id"] = json!(org.id);
-        claims["run_id"] = json!(run.to_string());
-        claims["aud"] = json!(AZURE_AUDIENCE);
-        claims["jti"] = json!(uuid::Uuid::new_v4().to_string());
-        claims["iat"] = json!(now);
-        claims["nbf"] = json!(now - 600);
-        claims["exp"] = json!(now + 300);
-        claims
+        live_claims(&self.root, org, run)
     }
 
     /// A token of run `run` of `org`, its claims edited by `edit`.
@@ -247,11 +296,30 @@ impl AzureDevOps {
 
     /// Signs with the shared key: RS256, `kid` the key's, `typ` JWT.
     pub fn sign(&self, claims: &Value) -> String {
-        let mut header = Header::new(Algorithm::RS256);
-        header.kid = Some(self.key.kid.clone());
-        header.typ = Some("JWT".to_owned());
-        self.key.sign_with_header(&header, claims).expect("signs")
+        sign(&self.key, claims)
     }
+}
+
+/// See [`AzureDevOps::claims`]; `root` is the stand-in's.
+fn live_claims(root: &str, org: Org, run: u64) -> Value {
+    let now = ci_creds::clock::now();
+    let mut claims = fixture("azure-pipelines-token-claims.json");
+    claims["iss"] = json!(format!("{root}{}", org.id));
+    claims["org_id"] = json!(org.id);
+    claims["run_id"] = json!(run.to_string());
+    claims["aud"] = json!(AZURE_AUDIENCE);
+    claims["jti"] = json!(uuid::Uuid::new_v4().to_string());
+    claims["iat"] = json!(now);
+    claims["nbf"] = json!(now - 600);
+    claims["exp"] = json!(now + 300);
+    claims
+}
+
+fn sign(key: &SigningKey, claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some(key.kid.clone());
+    header.typ = Some("JWT".to_owned());
+    key.sign_with_header(&header, claims).expect("signs")
 }
 
 /// A `ms.vss-pipelines.run-state-changed-event` delivery (azure-pipelines-hook-run-completed.json)
@@ -296,26 +364,63 @@ pub fn hook_headers(credentials: Option<&str>) -> Vec<(&'static str, String)> {
 }
 
 async fn answer(State(service): State<Service>, request: Request) -> Response {
-    let path = request.uri().path().to_owned();
-    let query = request.uri().query().unwrap_or_default().to_owned();
-    let credentials = basic(request.headers());
-    let target = request.uri().path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_default();
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path().to_owned();
+    let query = parts.uri.query().unwrap_or_default().to_owned();
+    let credentials = basic(&parts.headers);
+    let target = parts.uri.path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_default();
     let basic_user = credentials.as_ref().map(|(user, _)| user.clone());
+    let Ok(body) = axum::body::to_bytes(body, 64 * 1024).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    let (method, headers) = (parts.method, parts.headers);
     // Recorded on arrival: a caller that gives up before the answer leaves status 0.
     let index = {
         let mut shared = service.shared.lock().unwrap();
-        shared.requests.push(Seen { target, status: 0, basic_user });
+        let seen = Seen { method: method.clone(), target, headers: headers.clone(), body, status: 0, basic_user };
+        shared.requests.push(seen);
         shared.requests.len() - 1
     };
-    let response = respond(&service, &path, &query, credentials.as_ref()).await;
+    let response = if method == Method::POST && path.ends_with("/oidctoken") {
+        oidc_token(&service, &path, &query, &headers)
+    } else {
+        respond(&service, &path, &query, credentials.as_ref()).await
+    };
     service.shared.lock().unwrap().requests[index].status = response.status().as_u16();
     response
+}
+
+/// A job's OIDC token request: the job's access token as bearer, its plan one `job_env` gave.
+fn oidc_token(service: &Service, path: &str, query: &str, headers: &HeaderMap) -> Response {
+    let bearer = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
+    if bearer != Some(format!("Bearer {}", service.access_token).as_str()) {
+        return (StatusCode::UNAUTHORIZED, "Access Denied: the access token is not valid.").into_response();
+    }
+    if !query.split('&').any(|pair| pair == "api-version=7.1") {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(error_body("VssVersionNotSpecifiedException", "No api-version was supplied for the request.")),
+        )
+            .into_response();
+    }
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let plan = match segments[..] {
+        [_, _, "_apis", "distributedtask", "hubs", "build", "plans", plan, "jobs", _, "oidctoken"] => plan,
+        _ => return not_found("no such resource"),
+    };
+    let run = service.shared.lock().unwrap().plans.get(plan).copied();
+    let Some((org, run)) = run.filter(|(org, _)| segments[0] == org.name) else {
+        return not_found("no such plan");
+    };
+    let token = sign(&service.key, &live_claims(&service.root, org, run));
+    service.shared.lock().unwrap().issued.push(token.clone());
+    Json(json!({ "oidcToken": token })).into_response()
 }
 
 async fn respond(service: &Service, path: &str, query: &str, credentials: Option<&(String, String)>) -> Response {
     // The token service's documents are public.
     if path == "/.well-known/jwks" {
-        return Json(json!({ "keys": [service.jwk.as_ref()] })).into_response();
+        return Json(json!({ "keys": [service.key.jwk()] })).into_response();
     }
     if let Some(org_id) = path.strip_suffix("/.well-known/openid-configuration").and_then(|p| p.strip_prefix('/')) {
         if org_id.contains('/') {
@@ -386,6 +491,11 @@ async fn respond(service: &Service, path: &str, query: &str, credentials: Option
     body["id"] = json!(run);
     body["status"] = json!(status);
     body["project"]["id"] = json!(project);
+    let pool = service.shared.lock().unwrap().pools.get(&key).cloned();
+    if let Some(AgentPool { name, hosted }) = pool {
+        body["queue"]["name"] = json!(name);
+        body["queue"]["pool"] = json!({ "id": 9, "name": name, "isHosted": hosted });
+    }
     Json(body).into_response()
 }
 
