@@ -196,16 +196,14 @@ async fn main() -> Result<()> {
             print!("{}", inspect::leases(&store, state, list.limit, list.format).await?);
         }
         Command::Runners(RunnersCommand::List { config, format, filter }) => {
-            let mut report = fleet_report(&config, std::time::Duration::MAX).await?;
-            report.filter(&filter);
+            let report = fleet_report(&config, std::time::Duration::MAX, &filter).await?;
             print!("{}", fleet::render_list(&report, format));
         }
         Command::Runners(RunnersCommand::Report { config, since, format, output, mut filter }) => {
             if format == fleet::Format::Html {
                 filter.limit = filter.limit.or(Some(fleet::PAGE_RUNNERS));
             }
-            let mut report = fleet_report(&config, since).await?;
-            report.filter(&filter);
+            let report = fleet_report(&config, since, &filter).await?;
             let text = fleet::render_report(&report, format);
             match output {
                 Some(path) => std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?,
@@ -245,12 +243,17 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
-/// The fleet as the store has it, for jobs seen within `since` of now.
-async fn fleet_report(config: &Path, since: std::time::Duration) -> Result<fleet::FleetReport> {
+/// The fleet as the store has it, for jobs seen within `since` of now, with the runners `filter`
+/// keeps.
+async fn fleet_report(
+    config: &Path,
+    since: std::time::Duration,
+    filter: &fleet::RunnerFilter,
+) -> Result<fleet::FleetReport> {
     let store = open_store(config).await?;
     let now = ci_creds::clock::now();
     let since = now.saturating_sub(i64::try_from(since.as_secs()).unwrap_or(i64::MAX));
-    Ok(fleet::read(&store, since, now).await?)
+    Ok(fleet::read(&store, since, now, filter).await?)
 }
 
 fn exit_with(result: Result<(), client::Error>) -> ! {

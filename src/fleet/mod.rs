@@ -18,11 +18,23 @@ pub use report::{
     DAY, Figure, FleetReport, PAGE_RUNNERS, RunnerFilter, RunnerRow, RunnerTally, STALE_AFTER, Summary, TierRow, build,
     summarize,
 };
+use report::{Refusals, Shown, runner_row};
 
-/// The report of the jobs `store` saw since `since` (unix seconds), as of `now`: the store
-/// aggregates, so what is read grows with runners and days, not with jobs.
-pub async fn read(store: &Store, since: i64, now: i64) -> Result<FleetReport, Error> {
-    Ok(build(&store.fleet_aggregates(since, now.saturating_sub(STALE_AFTER)).await?, since, now))
+/// The report of the jobs `store` saw since `since` (unix seconds), as of `now`, with the runners
+/// `filter` keeps: the store aggregates, and each runner is judged as it streams in, so what is
+/// held grows with the runners shown (at most the filter's limit), not with jobs or the fleet.
+pub async fn read(store: &Store, since: i64, now: i64, filter: &RunnerFilter) -> Result<FleetReport, Error> {
+    let refusals = Refusals::of(&store.runner_refusals_since(since).await?);
+    let mut tally = RunnerTally::default();
+    let mut shown = Shown::new(filter);
+    let aggregates = store
+        .fleet_aggregates_each(since, now.saturating_sub(STALE_AFTER), |runner| {
+            tally.add(&runner);
+            shown.offer(runner_row(&runner, &refusals, now));
+        })
+        .await?;
+    let (runners, runners_not_shown) = shown.finish();
+    Ok(FleetReport { summary: summarize(&aggregates, &tally, since, now), runners, runners_not_shown })
 }
 
 /// The report's summary alone (figures, tiers, days), each runner tallied as it streams from

@@ -1,6 +1,7 @@
 //! From the store's aggregates of judged jobs to runners and figures. Pure: the caller reads
 //! the store.
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
@@ -121,18 +122,74 @@ pub struct RunnerFilter {
 impl FleetReport {
     /// Keeps the runners `filter` asks for, the worst first, and counts the others.
     pub fn filter(&mut self, filter: &RunnerFilter) {
-        let before = self.runners.len();
-        self.runners.retain(|runner| {
-            filter.issuer.as_ref().is_none_or(|issuer| *issuer == runner.issuer)
-                && filter.tier.as_ref().is_none_or(|tier| runner.tier.as_ref() == Some(tier))
-                && (!filter.self_hosted || runner.self_hosted())
-                && (!filter.missing_target || !runner.missed.is_empty())
-        });
-        if let Some(limit) = filter.limit {
-            self.runners.truncate(limit);
-        }
-        self.runners_not_shown += before - self.runners.len();
+        let mut shown = Shown::new(filter);
+        std::mem::take(&mut self.runners).into_iter().for_each(|runner| shown.offer(runner));
+        let not_shown;
+        (self.runners, not_shown) = shown.finish();
+        self.runners_not_shown += not_shown;
     }
+}
+
+impl RunnerFilter {
+    fn keeps(&self, runner: &RunnerRow) -> bool {
+        self.issuer.as_ref().is_none_or(|issuer| *issuer == runner.issuer)
+            && self.tier.as_ref().is_none_or(|tier| runner.tier.as_ref() == Some(tier))
+            && (!self.self_hosted || runner.self_hosted())
+            && (!self.missing_target || !runner.missed.is_empty())
+    }
+}
+
+/// The runners a filter keeps, offered one at a time as they stream from the store: at most its
+/// limit are held (the worst), so a listing of the worst ten holds ten rows however large the
+/// fleet; the others are counted.
+pub struct Shown<'f> {
+    filter: &'f RunnerFilter,
+    runners: Vec<RunnerRow>,
+    not_shown: usize,
+}
+
+impl<'f> Shown<'f> {
+    pub fn new(filter: &'f RunnerFilter) -> Self {
+        Self { filter, runners: Vec::new(), not_shown: 0 }
+    }
+
+    pub fn offer(&mut self, runner: RunnerRow) {
+        if !self.filter.keeps(&runner) {
+            self.not_shown += 1;
+            return;
+        }
+        self.runners.push(runner);
+        // Cut back to the limit now and then, not at every row: sorting is paid once per limit.
+        if let Some(limit) = self.filter.limit
+            && self.runners.len() >= limit.saturating_mul(2).max(1024)
+        {
+            self.cut_to(limit);
+        }
+    }
+
+    /// The runners kept, the worst first, and how many were left out.
+    pub fn finish(mut self) -> (Vec<RunnerRow>, usize) {
+        self.cut_to(self.filter.limit.unwrap_or(usize::MAX));
+        (self.runners, self.not_shown)
+    }
+
+    fn cut_to(&mut self, limit: usize) {
+        self.runners.sort_by(worst_first);
+        self.not_shown += self.runners.len().saturating_sub(limit);
+        self.runners.truncate(limit);
+    }
+}
+
+/// Most targets missed first, then the latest seen; issuer, key and name settle ties, so the
+/// order does not depend on the order rows arrive in.
+fn worst_first(a: &RunnerRow, b: &RunnerRow) -> Ordering {
+    b.missed
+        .len()
+        .cmp(&a.missed.len())
+        .then_with(|| b.last_seen.cmp(&a.last_seen))
+        .then_with(|| a.issuer.cmp(&b.issuer))
+        .then_with(|| a.key.cmp(&b.key))
+        .then_with(|| a.name.cmp(&b.name))
 }
 
 /// The report of the jobs seen since `since`, from the store's aggregates of them (see
@@ -255,50 +312,56 @@ fn count(value: i64) -> usize {
 /// One row per runner, the worst first, with the refusals counted against it and the targets it
 /// misses.
 fn runners(seen: &[RunnerJobsSeen], refusals: &[RefusalCount], now: i64) -> Vec<RunnerRow> {
-    let mut refused: BTreeMap<(&str, &str), BTreeMap<String, i64>> = BTreeMap::new();
-    for refusal in refusals {
-        if let Some(key) = &refusal.runner_key {
-            refused.entry((&refusal.issuer, key)).or_default().insert(refusal.reason.clone(), refusal.attempts);
+    let refusals = Refusals::of(refusals);
+    let every = RunnerFilter::default();
+    let mut shown = Shown::new(&every);
+    seen.iter().for_each(|runner| shown.offer(runner_row(runner, &refusals, now)));
+    shown.finish().0
+}
+
+/// The refused attempts counted against each identified runner, by reason.
+#[derive(Debug, Default)]
+pub struct Refusals(BTreeMap<(String, String), BTreeMap<String, i64>>);
+
+impl Refusals {
+    pub fn of(refusals: &[RefusalCount]) -> Self {
+        let mut by_runner = BTreeMap::<_, BTreeMap<String, i64>>::new();
+        for refusal in refusals {
+            if let Some(key) = &refusal.runner_key {
+                by_runner
+                    .entry((refusal.issuer.clone(), key.clone()))
+                    .or_default()
+                    .insert(refusal.reason.clone(), refusal.attempts);
+            }
         }
+        Self(by_runner)
     }
-    let mut seen: Vec<&RunnerJobsSeen> = seen.iter().collect();
-    seen.sort_by(|a, b| (&a.issuer, &a.runner_key, &a.name_key).cmp(&(&b.issuer, &b.runner_key, &b.name_key)));
-    let mut rows: Vec<RunnerRow> = seen
-        .into_iter()
-        .map(|runner| RunnerRow {
-            issuer: runner.issuer.clone(),
-            key: runner.runner_key.clone(),
-            name: runner.runner_name.clone(),
-            group: runner.runner_group.clone(),
-            environment: runner.runner_environment.clone(),
-            tier: runner.tier.clone(),
-            single_use: runner.single_use,
-            reused: runner.runner_key.is_some() && (runner.marked_reused || runner.single_use_jobs > 1),
-            first_seen: runner.first_seen,
-            last_seen: runner.last_seen,
-            jobs: count(runner.jobs),
-            repositories: count(runner.repositories),
-            refused: runner
-                .runner_key
-                .as_deref()
-                .and_then(|key| refused.get(&(runner.issuer.as_str(), key)))
-                .cloned()
-                .unwrap_or_default(),
-            missed: Vec::new(),
-        })
-        .collect();
-    for row in &mut rows {
-        row.missed = missed(row, now);
+
+    fn of_runner(&self, issuer: &str, key: &str) -> BTreeMap<String, i64> {
+        self.0.get(&(issuer.to_owned(), key.to_owned())).cloned().unwrap_or_default()
     }
-    rows.sort_by(|a, b| {
-        b.missed
-            .len()
-            .cmp(&a.missed.len())
-            .then_with(|| b.last_seen.cmp(&a.last_seen))
-            .then_with(|| a.issuer.cmp(&b.issuer))
-            .then_with(|| a.key.cmp(&b.key))
-    });
-    rows
+}
+
+/// A runner's row, with the refusals against it and the targets it misses as of `now`.
+pub fn runner_row(runner: &RunnerJobsSeen, refusals: &Refusals, now: i64) -> RunnerRow {
+    let mut row = RunnerRow {
+        issuer: runner.issuer.clone(),
+        key: runner.runner_key.clone(),
+        name: runner.runner_name.clone(),
+        group: runner.runner_group.clone(),
+        environment: runner.runner_environment.clone(),
+        tier: runner.tier.clone(),
+        single_use: runner.single_use,
+        reused: runner.runner_key.is_some() && (runner.marked_reused || runner.single_use_jobs > 1),
+        first_seen: runner.first_seen,
+        last_seen: runner.last_seen,
+        jobs: count(runner.jobs),
+        repositories: count(runner.repositories),
+        refused: runner.runner_key.as_deref().map(|key| refusals.of_runner(&runner.issuer, key)).unwrap_or_default(),
+        missed: Vec::new(),
+    };
+    row.missed = missed(&row, now);
+    row
 }
 
 /// The targets an identified runner misses, as the figures judge them (staleness on its latest

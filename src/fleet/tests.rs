@@ -125,7 +125,7 @@ async fn report_of(jobs: &[RunnerJob], reused: &[(&str, &str)]) -> FleetReport {
         store.claim_runner(issuer, key, "first", keep).await.unwrap();
         store.claim_runner(issuer, key, "second", keep).await.unwrap();
     }
-    read(&store, NOW - 30 * DAY, NOW).await.unwrap()
+    read(&store, NOW - 30 * DAY, NOW, &RunnerFilter::default()).await.unwrap()
 }
 
 fn figure<'r>(report: &'r FleetReport, name: &str) -> &'r Figure {
@@ -210,7 +210,7 @@ async fn replays_and_ended_job_attempts_make_a_runner_suspicious() {
         refusal("4/eph-4", "ci_unavailable"),
     ];
     store.record_runner_refusals(&refusals, 365 * DAY).await.unwrap();
-    let report = read(&store, NOW - 30 * DAY, NOW).await.unwrap();
+    let report = read(&store, NOW - 30 * DAY, NOW, &RunnerFilter::default()).await.unwrap();
     let suspicious = figure(&report, "suspicious_attempt_runners");
     assert_eq!((suspicious.value, suspicious.met), (Some(2.0), Some(false)), "a policy refusal is not suspicious");
     let runner = |key: &str| report.runners.iter().find(|r| r.key.as_deref() == Some(key)).unwrap();
@@ -246,4 +246,40 @@ async fn filters_and_a_limit_show_the_worst_runners_first_and_count_the_rest() {
     assert!(table.contains("(9 more runners not shown)"), "{table}");
     let page = render_report(&self_hosted, Format::Html);
     assert!(page.contains("9 more runners not shown."), "the page counts the rest");
+}
+
+/// Filtered as the runners stream in, a limit holds only the worst few at a time, yet shows
+/// and counts exactly what filtering the whole report would.
+#[tokio::test]
+async fn a_filter_applied_while_reading_shows_what_filtering_the_whole_report_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::connect(&format!("sqlite://{}", dir.path().join("store.db").display())).await.unwrap();
+    let mut jobs = history();
+    for n in 0..3000_i64 {
+        let mut one = jobs[0].clone();
+        (one.job_id, one.runner_key) = (format!("many-{n}"), Some(format!("{n}/many")));
+        one.repository = format!("octo-org/repo-{}", n % 7);
+        one.seen_at = NOW - (n % 29) * DAY - n;
+        (one.single_use, one.tier) = (n % 5 != 0, Some(if n % 5 == 0 { "persistent" } else { "ephemeral" }.into()));
+        jobs.push(one);
+        if n % 11 == 0 {
+            let mut again = jobs.last().unwrap().clone();
+            (again.job_id, again.repository) = (format!("again-{n}"), "octo-org/other".into());
+            jobs.push(again);
+        }
+    }
+    store.record_runner_jobs(jobs, 365 * DAY).await.unwrap();
+    let whole = read(&store, NOW - 30 * DAY, NOW, &RunnerFilter::default()).await.unwrap();
+    for filter in [
+        RunnerFilter { limit: Some(5), ..RunnerFilter::default() },
+        RunnerFilter { missing_target: true, limit: Some(40), ..RunnerFilter::default() },
+        RunnerFilter { self_hosted: true, tier: Some("persistent".into()), ..RunnerFilter::default() },
+        RunnerFilter { limit: Some(0), ..RunnerFilter::default() },
+    ] {
+        let mut expected = whole.clone();
+        expected.filter(&filter);
+        let read = read(&store, NOW - 30 * DAY, NOW, &filter).await.unwrap();
+        assert_eq!(read, expected, "{filter:?}");
+    }
+    assert!(whole.runners.len() > 3000 && whole.runners[0].missed.len() == 2, "{:?}", whole.runners[0]);
 }

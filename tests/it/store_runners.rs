@@ -150,7 +150,7 @@ async fn the_fleet_is_aggregated_by_the_store(subject: Subject) {
 
     // The `/metrics` refresh tallies runners as they stream in: the same figures as the report.
     let now = 40 * day;
-    let report = fleet::read(&store, 10 * day, now).await.unwrap();
+    let report = fleet::read(&store, 10 * day, now, &fleet::RunnerFilter::default()).await.unwrap();
     assert_eq!(fleet::summary(&store, 10 * day, now).await.unwrap(), report.summary);
     let figure = |name: &str| report.summary.figures.iter().find(|f| f.name == name).unwrap().value;
     assert_eq!(figure("reused_single_use_runners"), Some(2.0), "r1 and r2 each served two single-use jobs");
