@@ -119,9 +119,9 @@ async fn main() {
         // Every runner, rendered one format at a time, as one `runners report` run does.
         let started = Instant::now();
         let report = fleet::read(&store, now - 30 * DAY, now, &fleet::RunnerFilter::default()).await.unwrap();
-        let table = fleet::render_report(&report, fleet::Format::Table).len();
+        let table = written(&report, fleet::Format::Table);
         let peak_after_table = peak_rss_kib();
-        let json = fleet::render_report(&report, fleet::Format::Json).len();
+        let json = written(&report, fleet::Format::Json);
         println!(
             "round {round}: report of {} jobs, {} runners in {:.1?} (table {} KiB, peak RSS {} MiB; JSON {} KiB, peak RSS {} MiB)",
             report.summary.jobs,
@@ -145,6 +145,23 @@ async fn main() {
             peak_rss_kib() / 1024
         );
     }
+}
+
+/// The bytes `runners report` writes in `format`, counted as written, as it writes them to a file.
+fn written(report: &fleet::FleetReport, format: fleet::Format) -> usize {
+    struct Counted(usize);
+    impl std::io::Write for Counted {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counted = Counted(0);
+    fleet::write_report(report, format, &mut std::io::BufWriter::new(&mut counted)).unwrap();
+    counted.0
 }
 
 fn kind(url: &str) -> &'static str {

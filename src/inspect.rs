@@ -1,7 +1,6 @@
 //! `ci-creds jobs list` and `ci-creds leases list`: what the store says about jobs and leases,
 //! as a table for people or JSON for scripts. Reads the store only; needs no secrets.
 
-use std::fmt::Write as _;
 
 use serde::Serialize;
 
@@ -90,17 +89,29 @@ fn to_json<T: Serialize>(rows: &[T]) -> String {
 
 /// Columns padded to their widest cell.
 pub(crate) fn table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut out = Vec::new();
+    // Writing to memory cannot fail, and every cell is a `String`.
+    let _ = write_table(headers, rows.into_iter(), &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`table`] written to `out` a row at a time: the rows are made twice (once for the widths),
+/// never held all at once.
+pub(crate) fn write_table(
+    headers: &[&str],
+    rows: impl Iterator<Item = Vec<String>> + Clone,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
+    for row in rows.clone() {
+        for (width, cell) in widths.iter_mut().zip(&row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let mut out = String::new();
     let header_cells: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
-    for row in std::iter::once(&header_cells).chain(&rows) {
+    for row in std::iter::once(header_cells).chain(rows) {
         let line: Vec<String> = row.iter().zip(&widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
-        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+        writeln!(out, "{}", line.join("  ").trim_end())?;
     }
-    out
+    Ok(())
 }

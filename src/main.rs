@@ -197,17 +197,27 @@ async fn main() -> Result<()> {
         }
         Command::Runners(RunnersCommand::List { config, format, filter }) => {
             let report = fleet_report(&config, std::time::Duration::MAX, &filter).await?;
-            print!("{}", fleet::render_list(&report, format));
+            let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+            fleet::write_list(&report, format, &mut stdout)?;
+            stdout.flush()?;
         }
         Command::Runners(RunnersCommand::Report { config, since, format, output, mut filter }) => {
             if format == fleet::Format::Html {
                 filter.limit = filter.limit.or(Some(fleet::PAGE_RUNNERS));
             }
             let report = fleet_report(&config, since, &filter).await?;
-            let text = fleet::render_report(&report, format);
             match output {
-                Some(path) => std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?,
-                None => print!("{text}"),
+                Some(path) => {
+                    let writing = || format!("writing {}", path.display());
+                    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).with_context(writing)?);
+                    fleet::write_report(&report, format, &mut file).with_context(writing)?;
+                    file.flush().with_context(writing)?;
+                }
+                None => {
+                    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+                    fleet::write_report(&report, format, &mut stdout)?;
+                    stdout.flush()?;
+                }
             }
         }
         Command::Dev(DevCommand::Issuer { dir, listen }) => run_dev_issuer(&dir, listen).await?,

@@ -13,7 +13,7 @@ mod report;
 #[cfg(test)]
 mod tests;
 
-pub use render::{Format, render_list, render_report};
+pub use render::{Format, render_list, render_report, write_list, write_report};
 pub use report::{
     DAY, Figure, FleetReport, PAGE_RUNNERS, RunnerFilter, RunnerRow, RunnerTally, STALE_AFTER, Summary, TierRow, build,
     summarize,

@@ -1,11 +1,12 @@
 //! The fleet as people and scripts read it: a table, JSON, or a self-contained HTML page.
 
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
 use super::cells::{RUNNER_HEADERS, figure_value, runner_cells, verdict};
 use super::html;
 use super::report::{FleetReport, Summary};
-use crate::inspect::{table, timestamp};
+use crate::inspect::{table, timestamp, write_table};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -16,30 +17,45 @@ pub enum Format {
 
 /// `runners list`: every runner seen (table or JSON; HTML is the report's).
 pub fn render_list(report: &FleetReport, format: Format) -> String {
-    match format {
-        Format::Json => json(&report.runners),
-        Format::Table | Format::Html => runner_table(report),
-    }
+    text_of(|out| write_list(report, format, out))
 }
 
 /// `runners report`: the summary, then the runners.
 pub fn render_report(report: &FleetReport, format: Format) -> String {
+    text_of(|out| write_report(report, format, out))
+}
+
+/// [`render_list`] written to `out` as it is rendered: however many runners are shown, no
+/// second copy of them is held as text.
+pub fn write_list(report: &FleetReport, format: Format, out: &mut impl Write) -> io::Result<()> {
     match format {
-        Format::Json => json(report),
-        Format::Html => html::page(report),
+        Format::Json => json(&report.runners, out),
+        Format::Table | Format::Html => runner_table(report, out),
+    }
+}
+
+/// [`render_report`] written to `out` as it is rendered (the page, bounded, is built first).
+pub fn write_report(report: &FleetReport, format: Format, out: &mut impl Write) -> io::Result<()> {
+    match format {
+        Format::Json => json(report, out),
+        Format::Html => out.write_all(html::page(report).as_bytes()),
         Format::Table => {
-            let mut out = summary_text(&report.summary);
-            out.push('\n');
-            out.push_str(&runner_table(report));
-            out
+            writeln!(out, "{}", summary_text(&report.summary))?;
+            runner_table(report, out)
         }
     }
 }
 
-fn json<T: serde::Serialize + ?Sized>(value: &T) -> String {
-    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
-    text.push('\n');
-    text
+fn text_of(write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
+    let mut text = Vec::new();
+    // Writing to memory cannot fail, and every renderer writes UTF-8.
+    let _ = write(&mut text);
+    String::from_utf8(text).unwrap_or_default()
+}
+
+fn json<T: serde::Serialize + ?Sized>(value: &T, out: &mut impl Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)?;
+    writeln!(out)
 }
 
 fn summary_text(summary: &Summary) -> String {
@@ -69,10 +85,10 @@ fn summary_text(summary: &Summary) -> String {
     out
 }
 
-fn runner_table(report: &FleetReport) -> String {
-    let mut out = table(RUNNER_HEADERS, report.runners.iter().map(runner_cells).collect());
+fn runner_table(report: &FleetReport, out: &mut impl Write) -> io::Result<()> {
+    write_table(RUNNER_HEADERS, report.runners.iter().map(runner_cells), out)?;
     if report.runners_not_shown > 0 {
-        let _ = writeln!(out, "({} more runners not shown)", report.runners_not_shown);
+        writeln!(out, "({} more runners not shown)", report.runners_not_shown)?;
     }
-    out
+    Ok(())
 }
