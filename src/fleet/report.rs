@@ -139,9 +139,9 @@ impl RunnerFilter {
     }
 }
 
-/// The runners a filter keeps, offered one at a time as they stream from the store: at most its
-/// limit are held (the worst), so a listing of the worst ten holds ten rows however large the
-/// fleet; the others are counted.
+/// The runners a filter keeps, offered one at a time as they stream from the store: with a limit,
+/// no more than twice it (or 1,024) are held at once, the worst, so a listing of the worst ten
+/// holds a bounded number of rows however large the fleet; the others are counted.
 pub struct Shown<'f> {
     filter: &'f RunnerFilter,
     runners: Vec<RunnerRow>,
