@@ -1,7 +1,6 @@
 //! `ci-creds jobs list` and `ci-creds leases list`: what the store says about jobs and leases,
 //! as a table for people or JSON for scripts. Reads the store only; needs no secrets.
 
-
 use serde::Serialize;
 
 use crate::store::{JobRecord, Lease, LeaseState, Store};
