@@ -21,20 +21,35 @@ use crate::{clock, fleet, metrics};
 /// Under this name in the store.
 const FIGURES: &str = "fleet";
 /// A computation waits this many times as long as the last one took.
-const PACE: i64 = 10;
+const PACE: u32 = 10;
 
 pub async fn run(broker: Arc<Broker>) {
     let mut ticks = tokio::time::interval(broker.lifecycle.fleet_refresh_interval);
     // A slow aggregation delays the next one rather than bunching them up.
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    // A computation that failed rests as long as one that succeeded would: a query that ran
+    // into its timeout is not started again at the next tick.
+    let mut resting_until = Instant::now();
     loop {
         ticks.tick().await;
+        if Instant::now() < resting_until {
+            continue;
+        }
+        let started = Instant::now();
         match figures(&broker.store, broker.lifecycle.fleet_refresh_interval).await {
             Ok(Some(figures)) => figures.publish(),
             Ok(None) => {}
-            Err(error) => tracing::warn!(%error, "metrics: cannot read the fleet's records; the last figures stay"),
+            Err(error) => {
+                resting_until = Instant::now() + rest_after(started.elapsed());
+                tracing::warn!(%error, "metrics: cannot read the fleet's records; the last figures stay");
+            }
         }
     }
+}
+
+/// How long to wait before computing again after a computation that took `took`.
+fn rest_after(took: Duration) -> Duration {
+    took.saturating_mul(PACE)
 }
 
 /// The fleet's figures over the last 30 days as `runners report` computes them: the stored
@@ -69,7 +84,7 @@ pub async fn figures(store: &Store, interval: Duration) -> Result<Option<Figures
 /// broker ticking on time does not skip a round for a few milliseconds; figures dated more than
 /// an interval ahead (a broker whose clock ran fast) are not trusted to be fresh.
 fn fresh(stored: &StoredFigures, now_ms: i64, interval_ms: i64) -> bool {
-    let wait_ms = interval_ms.max(stored.took_ms.saturating_mul(PACE));
+    let wait_ms = interval_ms.max(stored.took_ms.saturating_mul(i64::from(PACE)));
     let age_ms = now_ms.saturating_sub(stored.computed_at_ms);
     (-interval_ms..wait_ms.saturating_sub(interval_ms / 10)).contains(&age_ms)
 }
@@ -123,6 +138,12 @@ mod tests {
 
     fn computed(at_ms: i64, took_ms: i64) -> StoredFigures {
         StoredFigures { computed_at_ms: at_ms, took_ms, figures: String::new() }
+    }
+
+    #[test]
+    fn a_failed_computation_rests_ten_times_what_it_took() {
+        assert_eq!(rest_after(Duration::from_secs(90)), Duration::from_secs(900));
+        assert_eq!(rest_after(Duration::from_millis(3)), Duration::from_millis(30), "a store that is down");
     }
 
     #[test]
