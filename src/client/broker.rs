@@ -86,7 +86,7 @@ impl BrokerClient {
             body["ttl_seconds"] = json!(ttl.as_secs());
         }
         if let Some(job) = job {
-            body["job"] = json!({ "id": job.id, "attempt": job.attempt });
+            body["job"] = json!(job);
         }
         let url = format!("{}/v1/credentials", self.base);
         let raw = self
@@ -105,7 +105,7 @@ impl BrokerClient {
         retry: Retry,
     ) -> Result<Revoked, Error> {
         let url = format!("{}/v1/jobs/self/revoke", self.base);
-        let body = job.map(|job| json!({ "job": { "id": job.id, "attempt": job.attempt } }));
+        let body = job.map(|job| json!({ "job": job }));
         let raw = self
             .with_retries(source, audience, retry, |token| {
                 let request = self.http.post(&url).bearer_auth(token.expose_secret());

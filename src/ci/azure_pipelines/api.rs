@@ -134,19 +134,19 @@ impl JobApi for BuildsApi {
         let asked = asked(locator)?;
         let job = asked.job.as_ref().ok_or("the locator names no job within the run")?;
         let answer = read_build(asked, build)?;
+        let run = run_liveness(&answer.status);
         let timeline: Timeline = serde_json::from_slice(timeline).map_err(|e| format!("the timeline: {e}"))?;
         let record = timeline
             .records
             .into_iter()
             .find(|record| record.kind.as_deref() == Some("Job") && record.id.eq_ignore_ascii_case(&job.id));
         let Some(record) = record else {
-            let liveness =
-                if run_liveness(&answer.status) == Liveness::Finished { Liveness::Finished } else { Liveness::Unknown };
+            let liveness = if run == Liveness::Finished { Liveness::Finished } else { Liveness::Unknown };
             return Ok(JobReport { liveness, status: "not in the run's timeline".into(), runner: None });
         };
         let state = record.state.as_deref().unwrap_or("none");
         let (liveness, status) = match record.attempt {
-            _ if run_liveness(&answer.status) == Liveness::Finished => (Liveness::Finished, answer.status.clone()),
+            _ if run == Liveness::Finished => (Liveness::Finished, answer.status.clone()),
             Some(attempt) if attempt > job.attempt => (Liveness::Finished, format!("replaced by attempt {attempt}")),
             Some(attempt) if attempt == job.attempt => {
                 let liveness = match state {

@@ -1,7 +1,8 @@
 //! Azure Pipelines' pipeline OIDC tokens (Microsoft documents no claims; the shapes are public
 //! captures): every claim a string. The token names the run, not the job, so the run is the job
-//! its credentials are bound to, unless the exchange names the job within it (`bind_job`). The issuer names the organisation, but every organisation's
-//! tokens are signed with one shared JWKS: `org_id` must be the organisation the issuer names.
+//! its credentials are bound to, unless the exchange names the job within it (`bind_job`). The
+//! issuer names the organisation, but every organisation's tokens are signed with one shared
+//! JWKS: `org_id` must be the organisation the issuer names.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -68,7 +69,13 @@ pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
 /// from its stage's and its own names, so the same id recurs in every run of a pipeline and in
 /// unrelated organisations; the issuer already pins the organisation.
 pub fn bind_job(job: &mut Job, named: NamedJob) {
-    let run = job.run_id.clone().unwrap_or_else(|| job.job_id.clone());
-    job.job_id = format!("{run}/{}/{}", named.id, named.attempt);
+    let run = job.run_id.as_deref().unwrap_or(&job.job_id);
+    job.job_id = job_within_run(run, &named);
     job.named_job = Some(named);
+}
+
+/// The id of one attempt of a job within a run, `{run}/{job}/{attempt}`: what an exchange that
+/// names it is bound to and what its completion hook ends.
+pub(super) fn job_within_run(run: &str, named: &NamedJob) -> String {
+    format!("{run}/{}/{}", named.id, named.attempt)
 }

@@ -7,6 +7,7 @@ use http::HeaderMap;
 use secrecy::SecretString;
 use serde::Deserialize;
 
+use super::claims::job_within_run;
 use crate::ci::webhook::{Verdict, WebhookError, basic_credentials_match, parse};
 use crate::job::{NamedJob, bounded_fact};
 
@@ -67,7 +68,7 @@ pub fn read(headers: &HeaderMap, body: &[u8], credentials: &SecretString) -> Res
             }
             let named = NamedJob::new(&job.id, job.attempt).map_err(WebhookError::InvalidRequest)?;
             Ok(Verdict::End {
-                job_id: format!("{}/{}/{}", run.id, named.id, named.attempt),
+                job_id: job_within_run(&run.id.to_string(), &named),
                 delivery_id: Some(delivery.id),
                 runner: None,
                 jobs_within: false,
