@@ -34,7 +34,7 @@ pub async fn read(store: &Store, since: i64, now: i64, filter: &RunnerFilter) ->
         })
         .await?;
     let (runners, runners_not_shown) = shown.finish();
-    Ok(FleetReport { summary: summarize(&aggregates, &tally, since, now), runners, runners_not_shown })
+    Ok(FleetReport { summary: summarize(&aggregates, &tally, aggregates.since, now), runners, runners_not_shown })
 }
 
 /// The report's summary alone (figures, tiers, days), each runner tallied as it streams from
@@ -43,5 +43,5 @@ pub async fn summary(store: &Store, since: i64, now: i64) -> Result<Summary, Err
     let mut tally = RunnerTally::default();
     let aggregates =
         store.fleet_aggregates_each(since, now.saturating_sub(STALE_AFTER), |runner| tally.add(&runner)).await?;
-    Ok(summarize(&aggregates, &tally, since, now))
+    Ok(summarize(&aggregates, &tally, aggregates.since, now))
 }

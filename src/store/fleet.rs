@@ -13,7 +13,7 @@ use super::{Error, RefusalCount, Store, StoreKind};
 /// PostgreSQL: how long each of the fleet's queries may run. They read every judged job of the
 /// window, in the background or for `runners report`, so they may take longer than the store's
 /// `statement_timeout`, which bounds the exchange's statements.
-const FLEET_STATEMENT_TIMEOUT: &str = "15min";
+pub(super) const FLEET_STATEMENT_TIMEOUT: &str = "15min";
 
 /// Jobs seen in the window, and how many of them ran self-hosted, and self-hosted on a
 /// single-use tier.
@@ -68,6 +68,9 @@ pub struct RunnerJobsSeen {
 /// Everything the fleet report is computed from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FleetAggregates {
+    /// Unix seconds: the jobs seen since then are counted. The start asked for, or up to a minute
+    /// after it where the maintained window was already there.
+    pub since: i64,
     pub totals: JobTotals,
     pub tiers: Vec<TierJobs>,
     pub days: Vec<DayJobs>,
@@ -92,8 +95,24 @@ impl Store {
     /// The aggregates as [`fleet_aggregates`](Self::fleet_aggregates) reads them, each runner's
     /// row handed to `each` as it streams in and left out of the answer: what a caller that
     /// only tallies runners (the `/metrics` refresh) holds stays the same size however many
-    /// runners there are.
+    /// runners there are. Read from the maintained window (`fleet_window.rs`) when it serves
+    /// `since`, as it does for the last [`FLEET_WINDOW`](super::fleet_window::FLEET_WINDOW) or
+    /// any earlier start not yet passed; else from every judged job of the window.
     pub async fn fleet_aggregates_each(
+        &self,
+        since: i64,
+        stale_before: i64,
+        mut each: impl FnMut(RunnerJobsSeen),
+    ) -> Result<FleetAggregates, Error> {
+        match self.fleet_window_aggregates_each(since, stale_before, &mut each).await? {
+            Some(aggregates) => Ok(aggregates),
+            None => self.fleet_aggregates_from_jobs(since, stale_before, each).await,
+        }
+    }
+
+    /// The aggregates computed from every judged job of the window, whatever its start: a pass
+    /// over the jobs, so it takes time that grows with them.
+    pub async fn fleet_aggregates_from_jobs(
         &self,
         since: i64,
         stale_before: i64,
@@ -109,6 +128,7 @@ impl Store {
         }
         let reused: HashSet<(String, String)> = self.reused_runners().await?.into_iter().collect();
         let aggregates = FleetAggregates {
+            since,
             totals: job_totals(&mut reading, since).await?,
             tiers: tier_jobs(&mut reading, since).await?,
             days: day_jobs(&mut reading, since).await?,
@@ -222,7 +242,7 @@ async fn stale_persistent(connection: &mut AnyConnection, stale_before: i64) -> 
     Ok(row.try_get(0)?)
 }
 
-fn runner_seen(row: &AnyRow, reused: &HashSet<(String, String)>) -> Result<RunnerJobsSeen, Error> {
+pub(super) fn runner_seen(row: &AnyRow, reused: &HashSet<(String, String)>) -> Result<RunnerJobsSeen, Error> {
     let issuer: String = row.try_get(0)?;
     let runner_key: Option<String> = row.try_get(1)?;
     let marked_reused = runner_key.as_ref().is_some_and(|key| reused.contains(&(issuer.clone(), key.clone())));

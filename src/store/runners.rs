@@ -3,9 +3,11 @@
 //! report. Shared by every replica; each claim is one statement, so two replicas seeing two jobs
 //! on one runner at once agree on which came first.
 
-use sqlx::Row;
+use futures_util::TryStreamExt;
+use sqlx::{Connection, Row};
 
-use super::{Error, Store};
+use super::fleet_window::{self, COUNTED_COLUMNS, Changes, CountedJob, Hold};
+use super::{Error, Store, StoreKind};
 use crate::clock::now;
 
 /// What claiming a runner for a job found.
@@ -83,14 +85,15 @@ impl Store {
         Ok(if reused == 0 { RunnerClaim::FirstJob } else { RunnerClaim::Reused { first_job_id } })
     }
 
-    /// Records judged jobs, 64 to a statement, each kept `keep_for` seconds past when it was
-    /// seen; a job judged again (another token) keeps its first record and adds the roles
-    /// granted this time. The writer is taken again for each statement, so an exchange's own
-    /// writes wait for one statement at most, not for the whole batch.
+    /// Records judged jobs, 64 to a transaction, each kept `keep_for` seconds past when it was
+    /// seen, and counts them in the fleet's window (`fleet_window.rs`); a job judged again
+    /// (another token) keeps its first record, adds the roles granted this time, and fills in
+    /// what it tells of its runner that the first did not. The writer is taken again for each
+    /// transaction, so an exchange's own writes wait for one at most, not for the whole batch.
     pub async fn record_runner_jobs(&self, mut jobs: Vec<RunnerJob>, keep_for: i64) -> Result<(), Error> {
         merge_repeats(&mut jobs);
         for rows in jobs.chunks(ROWS_PER_STATEMENT) {
-            record_runner_job_rows(&mut *self.writer().await?, rows, keep_for).await?;
+            record_runner_job_rows(&mut *self.writer().await?, self.kind, rows, keep_for).await?;
         }
         Ok(())
     }
@@ -156,14 +159,15 @@ impl Store {
         rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect()
     }
 
-    /// Forgets runner records, judged jobs and refusal counts past their keep.
+    /// Forgets runner records, judged jobs and refusal counts past their keep; the jobs forgotten
+    /// are no longer counted in the fleet's window.
     pub async fn prune_runners(&self, now: i64) -> Result<u64, Error> {
         let mut writer = self.writer().await?;
         let runners = sqlx::query("DELETE FROM runners WHERE keep_until < $1").bind(now).execute(&mut *writer).await?;
-        let jobs = sqlx::query("DELETE FROM runner_jobs WHERE keep_until < $1").bind(now).execute(&mut *writer).await?;
+        let jobs = prune_runner_jobs(&mut writer, self.kind, now).await?;
         let refusals =
             sqlx::query("DELETE FROM runner_refusals WHERE keep_until < $1").bind(now).execute(&mut *writer).await?;
-        Ok(runners.rows_affected() + jobs.rows_affected() + refusals.rows_affected())
+        Ok(runners.rows_affected() + jobs + refusals.rows_affected())
     }
 
     /// The runner a webhook or an earlier answer of the CI's API named for a job, as JSON.
@@ -197,8 +201,19 @@ fn merge_repeats(jobs: &mut Vec<RunnerJob>) {
     });
 }
 
+/// What an upsert of judged jobs answers: the job as recorded, how many times it was judged,
+/// and the group it was counted in before this judgement told more of its runner.
+fn returning() -> String {
+    format!("RETURNING {COUNTED_COLUMNS}, judged, told_more_from")
+}
+
+/// The group a recorded job was counted in (`runner_jobs`' own columns), as [`runner_of`] names it.
+const COUNTED_RUNNER: &str = "CASE WHEN runner_jobs.runner_key IS NOT NULL THEN 'k:' || runner_jobs.runner_key
+     WHEN runner_jobs.runner_name IS NOT NULL THEN 'n:' || runner_jobs.runner_name ELSE '-' END";
+
 async fn record_runner_job_rows(
     connection: &mut sqlx::AnyConnection,
+    kind: StoreKind,
     rows: &[RunnerJob],
     keep_for: i64,
 ) -> Result<(), Error> {
@@ -219,8 +234,16 @@ async fn record_runner_job_rows(
              runner_key = COALESCE(runner_jobs.runner_key, excluded.runner_key),
              runner_name = COALESCE(runner_jobs.runner_name, excluded.runner_name),
              runner_group = COALESCE(runner_jobs.runner_group, excluded.runner_group),
-             keep_until = excluded.keep_until",
-        values.join(", ")
+             keep_until = excluded.keep_until,
+             judged = runner_jobs.judged + 1,
+             told_more_from = CASE
+                 WHEN (runner_jobs.runner_key IS NULL AND excluded.runner_key IS NOT NULL)
+                   OR (runner_jobs.runner_name IS NULL AND excluded.runner_name IS NOT NULL)
+                   OR (runner_jobs.runner_group IS NULL AND excluded.runner_group IS NOT NULL)
+                 THEN {COUNTED_RUNNER} END
+         {}",
+        values.join(", "),
+        returning()
     );
     let mut query = sqlx::query(&sql);
     for job in rows {
@@ -239,6 +262,51 @@ async fn record_runner_job_rows(
             .bind(job.seen_at)
             .bind(job.seen_at.saturating_add(keep_for));
     }
-    query.execute(connection).await?;
+    let mut tx = connection.begin().await?;
+    let since = fleet_window::since(&mut tx, kind, Hold::Shared).await?;
+    let mut changes = Changes::default();
+    for row in query.fetch_all(&mut *tx).await? {
+        let job = CountedJob::from_row(&row)?;
+        let judged: i64 = row.try_get(11)?;
+        let told_more_from: Option<String> = row.try_get(12)?;
+        let in_window = job.seen_at >= since;
+        if judged == 1 {
+            changes.hour(&job, 1, job.roles_granted);
+            changes.add(&job, in_window);
+            continue;
+        }
+        // `rows` is sorted by issuer and job id (`merge_repeats`): the roles granted this time.
+        let granted_now = rows
+            .binary_search_by(|row| (row.issuer.as_str(), row.job_id.as_str()).cmp(&(&job.issuer, &job.job_id)))
+            .map_or(0, |at| rows[at].roles_granted);
+        changes.hour(&job, 0, granted_now);
+        if let Some(from) = told_more_from {
+            changes.remove(&job, &from, in_window);
+            changes.add(&job, in_window);
+        }
+    }
+    changes.apply(&mut tx, since).await?;
+    tx.commit().await?;
     Ok(())
+}
+
+/// Deletes the judged jobs past their keep and takes them from the fleet's window.
+async fn prune_runner_jobs(connection: &mut sqlx::AnyConnection, kind: StoreKind, now: i64) -> Result<u64, Error> {
+    let mut tx = connection.begin().await?;
+    let since = fleet_window::since(&mut tx, kind, Hold::Alone).await?;
+    let mut changes = Changes::default();
+    let mut pruned = 0;
+    {
+        let sql = format!("DELETE FROM runner_jobs WHERE keep_until < $1 RETURNING {COUNTED_COLUMNS}");
+        let mut deleted = sqlx::query(&sql).bind(now).fetch(&mut *tx);
+        while let Some(row) = deleted.try_next().await? {
+            let job = CountedJob::from_row(&row)?;
+            changes.hour(&job, -1, -job.roles_granted);
+            changes.remove(&job, &job.runner(), job.seen_at >= since);
+            pruned += 1;
+        }
+    }
+    changes.apply(&mut tx, since).await?;
+    tx.commit().await?;
+    Ok(pruned)
 }

@@ -1,0 +1,605 @@
+//! The fleet report's window, kept up to date in the transaction of every write to `runner_jobs`
+//! (migration 0008): a row per runner with its window's counts, a row per runner and repository,
+//! and jobs per hour. A judged job recorded adds to its runner's row; a job pruned, or told more
+//! of its runner by a later judgement, takes from it; the window slides forward a slice of
+//! leaving jobs at a time. Where a job leaving may have been the one a runner's oldest job, first
+//! name, group or environment was read from, that runner's fields are read again from its own
+//! jobs, by index, a row each.
+//!
+//! On PostgreSQL every writer shares a lock on the window's row and a slide or a prune takes it
+//! alone, so a job is never both counted by a writer and taken away by a slide that did not see
+//! it. Rows are written in key order, so concurrent writers do not deadlock.
+
+use std::collections::BTreeMap;
+
+use futures_util::TryStreamExt;
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
+
+use super::{Error, StoreKind};
+
+/// The window the maintained rows serve: `runners report`'s default and the `/metrics` figures.
+pub const FLEET_WINDOW: i64 = 30 * 24 * 3600;
+/// Jobs taken from the window per transaction of a slide: the writer is held for one slice.
+const SLIDE_SLICE: i64 = 1_000;
+/// Rows per multi-row statement (27 parameters each at most).
+const ROWS_PER_STATEMENT: usize = 256;
+
+/// How a transaction holds the window's row on PostgreSQL (SQLite has one writer).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Hold {
+    /// A reader: no lock; its transaction's snapshot is enough.
+    Read,
+    /// Writers: any number at once.
+    Shared,
+    /// A slide or a prune: alone.
+    Alone,
+}
+
+/// The window's `since`, held as `hold` until the transaction ends.
+pub(super) async fn since(connection: &mut AnyConnection, kind: StoreKind, hold: Hold) -> Result<i64, Error> {
+    let lock = match (kind, hold) {
+        (StoreKind::Sqlite, _) | (_, Hold::Read) => "",
+        (StoreKind::Postgres, Hold::Shared) => " FOR SHARE",
+        (StoreKind::Postgres, Hold::Alone) => " FOR UPDATE",
+    };
+    let row = sqlx::query(&format!("SELECT since FROM fleet_window WHERE id = 1{lock}")).fetch_one(connection).await?;
+    Ok(row.try_get(0)?)
+}
+
+/// The group a job's runner is counted in, as the report groups runners: by key where one is
+/// known, else by name, else with the issuer's other untold jobs.
+pub(super) fn runner_of(key: Option<&str>, name: Option<&str>) -> String {
+    match (key, name) {
+        (Some(key), _) => format!("k:{key}"),
+        (None, Some(name)) => format!("n:{name}"),
+        (None, None) => "-".to_owned(),
+    }
+}
+
+/// Which jobs are a runner's, from its group: the SQL condition (issuer `$1`, the key or name
+/// `$2` where there is one) and the key or name.
+fn members(runner: &str) -> (&'static str, Option<&str>) {
+    if let Some(key) = runner.strip_prefix("k:") {
+        ("issuer = $1 AND runner_key = $2", Some(key))
+    } else if let Some(name) = runner.strip_prefix("n:") {
+        ("issuer = $1 AND runner_key IS NULL AND runner_name = $2", Some(name))
+    } else {
+        ("issuer = $1 AND runner_key IS NULL AND runner_name IS NULL", None)
+    }
+}
+
+/// A judged job as the window counts it.
+#[derive(Clone, Debug)]
+pub(super) struct CountedJob {
+    pub issuer: String,
+    pub job_id: String,
+    pub repository: String,
+    pub runner_key: Option<String>,
+    pub runner_name: Option<String>,
+    pub runner_group: Option<String>,
+    pub runner_environment: Option<String>,
+    pub tier: Option<String>,
+    pub single_use: bool,
+    pub roles_granted: i64,
+    pub seen_at: i64,
+}
+
+/// The columns [`CountedJob::from_row`] reads, in its order.
+pub(super) const COUNTED_COLUMNS: &str = "issuer, job_id, repository, runner_key, runner_name, runner_group, \
+     runner_environment, tier, single_use, roles_granted, seen_at";
+
+impl CountedJob {
+    /// From a row whose first columns are [`COUNTED_COLUMNS`].
+    pub fn from_row(row: &AnyRow) -> Result<Self, Error> {
+        Ok(Self {
+            issuer: row.try_get(0)?,
+            job_id: row.try_get(1)?,
+            repository: row.try_get(2)?,
+            runner_key: row.try_get(3)?,
+            runner_name: row.try_get(4)?,
+            runner_group: row.try_get(5)?,
+            runner_environment: row.try_get(6)?,
+            tier: row.try_get(7)?,
+            single_use: row.try_get::<i64, _>(8)? != 0,
+            roles_granted: row.try_get(9)?,
+            seen_at: row.try_get(10)?,
+        })
+    }
+
+    pub fn runner(&self) -> String {
+        runner_of(self.runner_key.as_deref(), self.runner_name.as_deref())
+    }
+
+    fn self_hosted(&self) -> bool {
+        self.runner_environment.as_deref() == Some("self-hosted")
+    }
+
+    fn position(&self) -> Position {
+        (self.seen_at, self.job_id.clone())
+    }
+}
+
+/// Where a job stands in its runner's order: oldest first, then by job id.
+type Position = (i64, String);
+
+/// What changes in one runner's row: counts to add (negative to take), and candidates for its
+/// oldest, latest and first-told jobs.
+#[derive(Debug, Default)]
+struct RunnerChange {
+    jobs: i64,
+    single_use_jobs: i64,
+    repositories: i64,
+    first: Option<Position>,
+    latest: Option<(Position, Option<String>, bool)>,
+    named: Option<(Position, String)>,
+    grouped: Option<(Position, String)>,
+    placed: Option<(Position, String)>,
+    kept_jobs: i64,
+    kept_single_use: i64,
+    kept_self_hosted: i64,
+    kept_last_seen: i64,
+    /// A job it counted left: its window's fields are read again from its jobs.
+    read_again: bool,
+}
+
+fn earliest<T>(slot: &mut Option<(Position, T)>, position: &Position, value: impl FnOnce() -> T) {
+    if slot.as_ref().is_none_or(|(held, _)| position < held) {
+        *slot = Some((position.clone(), value()));
+    }
+}
+
+/// Everything one transaction changes in the maintained rows, gathered per row and written in
+/// key order once.
+#[derive(Debug, Default)]
+pub(super) struct Changes {
+    runners: BTreeMap<(String, String), RunnerChange>,
+    repositories: BTreeMap<(String, String, String), i64>,
+    hours: BTreeMap<(i64, String, bool, bool), (i64, i64)>,
+}
+
+impl Changes {
+    /// A job newly counted under its runner; in the window's rows too when `in_window`.
+    pub fn add(&mut self, job: &CountedJob, in_window: bool) {
+        let runner = job.runner();
+        let change = self.runners.entry((job.issuer.clone(), runner.clone())).or_default();
+        change.kept_jobs += 1;
+        change.kept_single_use += i64::from(job.single_use);
+        change.kept_self_hosted += i64::from(job.self_hosted());
+        change.kept_last_seen = change.kept_last_seen.max(job.seen_at);
+        if !in_window {
+            return;
+        }
+        let position = job.position();
+        change.jobs += 1;
+        change.single_use_jobs += i64::from(job.single_use);
+        if change.first.as_ref().is_none_or(|first| position < *first) {
+            change.first = Some(position.clone());
+        }
+        if change.latest.as_ref().is_none_or(|(latest, _, _)| position > *latest) {
+            change.latest = Some((position.clone(), job.tier.clone(), job.single_use));
+        }
+        if let Some(name) = &job.runner_name {
+            earliest(&mut change.named, &position, || name.clone());
+        }
+        if let Some(group) = &job.runner_group {
+            earliest(&mut change.grouped, &position, || group.clone());
+        }
+        if let Some(environment) = &job.runner_environment {
+            earliest(&mut change.placed, &position, || environment.clone());
+        }
+        *self.repositories.entry((job.issuer.clone(), runner, job.repository.clone())).or_default() += 1;
+    }
+
+    /// A job no longer counted under `runner` (where it was counted): pruned, or told more of its
+    /// runner. Kept counts fall; the window's too when `in_window`.
+    pub fn remove(&mut self, job: &CountedJob, runner: &str, in_window: bool) {
+        let change = self.runners.entry((job.issuer.clone(), runner.to_owned())).or_default();
+        change.kept_jobs -= 1;
+        change.kept_single_use -= i64::from(job.single_use);
+        change.kept_self_hosted -= i64::from(job.self_hosted());
+        change.read_again = true;
+        if in_window {
+            self.leave(job, runner);
+        }
+    }
+
+    /// A job leaving the window (still kept).
+    pub fn leave(&mut self, job: &CountedJob, runner: &str) {
+        let change = self.runners.entry((job.issuer.clone(), runner.to_owned())).or_default();
+        change.jobs -= 1;
+        change.single_use_jobs -= i64::from(job.single_use);
+        change.read_again = true;
+        *self.repositories.entry((job.issuer.clone(), runner.to_owned(), job.repository.clone())).or_default() -= 1;
+    }
+
+    /// Jobs and roles granted to add to the job's hour.
+    pub fn hour(&mut self, job: &CountedJob, jobs: i64, roles_granted: i64) {
+        let key =
+            (job.seen_at.div_euclid(3600), job.tier.clone().unwrap_or_default(), job.self_hosted(), job.single_use);
+        let counts = self.hours.entry(key).or_default();
+        counts.0 += jobs;
+        counts.1 += roles_granted;
+    }
+
+    /// Writes the changes, the window being `since`: hours, then each runner's repositories (a
+    /// repository's first job counts it, its last leaving uncounts it), then the runners' rows,
+    /// then the fields of runners whose jobs left, read again from their jobs.
+    pub async fn apply(mut self, connection: &mut AnyConnection, since: i64) -> Result<(), Error> {
+        apply_hours(connection, &self.hours).await?;
+        for ((issuer, runner), repositories) in apply_repositories(connection, &self.repositories).await? {
+            self.runners.entry((issuer, runner)).or_default().repositories += repositories;
+        }
+        apply_runners(connection, &self.runners).await?;
+        for ((issuer, runner), change) in &self.runners {
+            if change.read_again {
+                read_again(connection, issuer, runner, since).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `$n, $n+1, …` for `rows` rows of `columns` parameters.
+fn placeholders(rows: usize, columns: usize) -> String {
+    (0..rows)
+        .map(|row| {
+            let params: Vec<String> = (1..=columns).map(|column| format!("${}", row * columns + column)).collect();
+            format!("({})", params.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+async fn apply_hours(
+    connection: &mut AnyConnection,
+    hours: &BTreeMap<(i64, String, bool, bool), (i64, i64)>,
+) -> Result<(), Error> {
+    let hours: Vec<_> = hours.iter().filter(|(_, counts)| **counts != (0, 0)).collect();
+    for rows in hours.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO fleet_hours (hour, tier, self_hosted, single_use, jobs, roles_granted) VALUES {}
+             ON CONFLICT (hour, tier, self_hosted, single_use) DO UPDATE SET
+                 jobs = fleet_hours.jobs + excluded.jobs,
+                 roles_granted = fleet_hours.roles_granted + excluded.roles_granted
+             RETURNING hour, tier, self_hosted, single_use, jobs",
+            placeholders(rows.len(), 6)
+        );
+        let mut query = sqlx::query(&sql);
+        for ((hour, tier, self_hosted, single_use), (jobs, roles)) in rows {
+            query = query
+                .bind(*hour)
+                .bind(tier)
+                .bind(i64::from(*self_hosted))
+                .bind(i64::from(*single_use))
+                .bind(*jobs)
+                .bind(*roles);
+        }
+        let emptied: Vec<(i64, String, i64, i64)> = query
+            .fetch_all(&mut *connection)
+            .await?
+            .iter()
+            .filter(|row| row.try_get::<i64, _>(4).is_ok_and(|jobs| jobs <= 0))
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?)))
+            .collect::<Result<_, Error>>()?;
+        for (hour, tier, self_hosted, single_use) in emptied {
+            sqlx::query(
+                "DELETE FROM fleet_hours WHERE hour = $1 AND tier = $2 AND self_hosted = $3 AND single_use = $4",
+            )
+            .bind(hour)
+            .bind(tier)
+            .bind(self_hosted)
+            .bind(single_use)
+            .execute(&mut *connection)
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Adds each runner's jobs per repository; answers how many repositories each runner gained
+/// (negative: lost).
+async fn apply_repositories(
+    connection: &mut AnyConnection,
+    repositories: &BTreeMap<(String, String, String), i64>,
+) -> Result<BTreeMap<(String, String), i64>, Error> {
+    let mut counted = BTreeMap::<(String, String), i64>::new();
+    let changed: Vec<_> = repositories.iter().filter(|(_, jobs)| **jobs != 0).collect();
+    for rows in changed.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO runner_window_repositories (issuer, runner, repository, jobs) VALUES {}
+             ON CONFLICT (issuer, runner, repository) DO UPDATE SET jobs = runner_window_repositories.jobs + excluded.jobs
+             RETURNING issuer, runner, repository, jobs",
+            placeholders(rows.len(), 4)
+        );
+        let mut query = sqlx::query(&sql);
+        for ((issuer, runner, repository), jobs) in rows {
+            query = query.bind(issuer).bind(runner).bind(repository).bind(**jobs);
+        }
+        for row in query.fetch_all(&mut *connection).await? {
+            let (issuer, runner, repository, jobs): (String, String, String, i64) =
+                (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?);
+            let added = repositories.get(&(issuer.clone(), runner.clone(), repository.clone())).copied().unwrap_or(0);
+            let before = jobs - added;
+            let gained = i64::from(before <= 0 && jobs > 0) - i64::from(before > 0 && jobs <= 0);
+            if jobs <= 0 {
+                sqlx::query(
+                    "DELETE FROM runner_window_repositories WHERE issuer = $1 AND runner = $2 AND repository = $3",
+                )
+                .bind(&issuer)
+                .bind(&runner)
+                .bind(&repository)
+                .execute(&mut *connection)
+                .await?;
+            }
+            *counted.entry((issuer, runner)).or_default() += gained;
+        }
+    }
+    Ok(counted)
+}
+
+/// The columns a runner's row is written with, in order.
+const RUNNER_COLUMNS: [&str; 26] = [
+    "issuer",
+    "runner",
+    "runner_key",
+    "name_key",
+    "jobs",
+    "single_use_jobs",
+    "repositories",
+    "first_at",
+    "first_job",
+    "latest_at",
+    "latest_job",
+    "tier",
+    "single_use",
+    "runner_name",
+    "named_at",
+    "named_job",
+    "runner_group",
+    "grouped_at",
+    "grouped_job",
+    "runner_environment",
+    "placed_at",
+    "placed_job",
+    "kept_jobs",
+    "kept_single_use",
+    "kept_self_hosted",
+    "kept_last_seen",
+];
+
+/// `SET` clauses taking the row's fields from `excluded` where its position (`at`, `job`) comes
+/// `before` (or after) the row's own, or the row has none.
+fn take_when(at: &str, job: &str, values: &[&str], after: bool) -> String {
+    let cmp = if after { ">" } else { "<" };
+    let when = format!(
+        "excluded.{at} IS NOT NULL AND (runner_windows.{at} IS NULL OR excluded.{at} {cmp} runner_windows.{at}
+             OR (excluded.{at} = runner_windows.{at} AND excluded.{job} {cmp} runner_windows.{job}))"
+    );
+    [at, job]
+        .iter()
+        .chain(values)
+        .map(|column| format!("{column} = CASE WHEN {when} THEN excluded.{column} ELSE runner_windows.{column} END"))
+        .collect::<Vec<_>>()
+        .join(",\n")
+}
+
+async fn apply_runners(
+    connection: &mut AnyConnection,
+    runners: &BTreeMap<(String, String), RunnerChange>,
+) -> Result<(), Error> {
+    let runners: Vec<_> = runners.iter().collect();
+    let sums = ["jobs", "single_use_jobs", "repositories", "kept_jobs", "kept_single_use", "kept_self_hosted"]
+        .map(|column| format!("{column} = runner_windows.{column} + excluded.{column}"))
+        .join(",\n");
+    let set = [
+        sums,
+        "kept_last_seen = CASE WHEN excluded.kept_last_seen > runner_windows.kept_last_seen
+             THEN excluded.kept_last_seen ELSE runner_windows.kept_last_seen END"
+            .to_owned(),
+        take_when("first_at", "first_job", &[], false),
+        take_when("latest_at", "latest_job", &["tier", "single_use"], true),
+        take_when("named_at", "named_job", &["runner_name"], false),
+        take_when("grouped_at", "grouped_job", &["runner_group"], false),
+        take_when("placed_at", "placed_job", &["runner_environment"], false),
+    ]
+    .join(",\n");
+    for rows in runners.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO runner_windows ({}) VALUES {}
+             ON CONFLICT (issuer, runner) DO UPDATE SET {set}",
+            RUNNER_COLUMNS.join(", "),
+            placeholders(rows.len(), RUNNER_COLUMNS.len())
+        );
+        let mut query = sqlx::query(&sql);
+        for ((issuer, runner), change) in rows {
+            let key = runner.strip_prefix("k:");
+            let name_key = runner.strip_prefix("n:");
+            let (first_at, first_job) = split(change.first.clone());
+            let (latest, tier, single_use) = match &change.latest {
+                Some((position, tier, single_use)) => {
+                    (Some(position.clone()), tier.clone(), Some(i64::from(*single_use)))
+                }
+                None => (None, None, None),
+            };
+            let (latest_at, latest_job) = split(latest);
+            let (named, (named_at, named_job)) = told(&change.named);
+            let (grouped, (grouped_at, grouped_job)) = told(&change.grouped);
+            let (placed, (placed_at, placed_job)) = told(&change.placed);
+            query = query
+                .bind(issuer)
+                .bind(runner)
+                .bind(key)
+                .bind(name_key)
+                .bind(change.jobs)
+                .bind(change.single_use_jobs)
+                .bind(change.repositories)
+                .bind(first_at)
+                .bind(first_job)
+                .bind(latest_at)
+                .bind(latest_job)
+                .bind(tier)
+                .bind(single_use)
+                .bind(named)
+                .bind(named_at)
+                .bind(named_job)
+                .bind(grouped)
+                .bind(grouped_at)
+                .bind(grouped_job)
+                .bind(placed)
+                .bind(placed_at)
+                .bind(placed_job)
+                .bind(change.kept_jobs)
+                .bind(change.kept_single_use)
+                .bind(change.kept_self_hosted)
+                .bind(change.kept_last_seen);
+        }
+        query.execute(&mut *connection).await?;
+    }
+    Ok(())
+}
+
+fn split(position: Option<Position>) -> (Option<i64>, Option<String>) {
+    match position {
+        Some((at, job)) => (Some(at), Some(job)),
+        None => (None, None),
+    }
+}
+
+fn told(told: &Option<(Position, String)>) -> (Option<String>, (Option<i64>, Option<String>)) {
+    match told {
+        Some((position, value)) => (Some(value.clone()), split(Some(position.clone()))),
+        None => (None, (None, None)),
+    }
+}
+
+/// Reads a runner's window fields and its last kept job again from its jobs, each by index and
+/// one row, and forgets the runner once it has no kept job.
+async fn read_again(connection: &mut AnyConnection, issuer: &str, runner: &str, since: i64) -> Result<(), Error> {
+    let (members, value) = members(runner);
+    // `$2` is the key or name; a runner without one takes `since` as `$2`.
+    let since_param = if value.is_some() { "$3" } else { "$2" };
+    let probe = |columns: &str, told: &str, order: &str| {
+        format!(
+            "SELECT seen_at, job_id{columns} FROM runner_jobs WHERE {members} AND seen_at >= {since_param}{told}
+             ORDER BY {order} LIMIT 1"
+        )
+    };
+    let first = probe("", "", "seen_at, job_id");
+    let latest = probe(", tier, single_use", "", "seen_at DESC, job_id DESC");
+    let named = probe(", runner_name", " AND runner_name IS NOT NULL", "seen_at, job_id");
+    let grouped = probe(", runner_group", " AND runner_group IS NOT NULL", "seen_at, job_id");
+    let placed = probe(", runner_environment", " AND runner_environment IS NOT NULL", "seen_at, job_id");
+    let last_kept = format!("SELECT MAX(seen_at) FROM runner_jobs WHERE {members}");
+
+    let fetch = async |sql: &str, connection: &mut AnyConnection, with_since: bool| -> Result<Option<AnyRow>, Error> {
+        let mut query = sqlx::query(sql).bind(issuer);
+        if let Some(value) = value {
+            query = query.bind(value);
+        }
+        if with_since {
+            query = query.bind(since);
+        }
+        Ok(query.fetch_optional(connection).await?)
+    };
+    let Some(last_kept) =
+        fetch(&last_kept, connection, false).await?.map(|row| row.try_get::<Option<i64>, _>(0)).transpose()?.flatten()
+    else {
+        for table in ["runner_windows", "runner_window_repositories"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE issuer = $1 AND runner = $2"))
+                .bind(issuer)
+                .bind(runner)
+                .execute(&mut *connection)
+                .await?;
+        }
+        return Ok(());
+    };
+    let position = |row: &Option<AnyRow>| -> Result<(Option<i64>, Option<String>), Error> {
+        match row {
+            Some(row) => Ok((Some(row.try_get(0)?), Some(row.try_get(1)?))),
+            None => Ok((None, None)),
+        }
+    };
+    let value_of = |row: &Option<AnyRow>| -> Result<Option<String>, Error> {
+        row.as_ref().map(|row| row.try_get::<String, _>(2)).transpose().map_err(Error::from)
+    };
+    let first = fetch(&first, connection, true).await?;
+    let latest = fetch(&latest, connection, true).await?;
+    let named = fetch(&named, connection, true).await?;
+    let grouped = fetch(&grouped, connection, true).await?;
+    let placed = fetch(&placed, connection, true).await?;
+    let (first_at, first_job) = position(&first)?;
+    let (latest_at, latest_job) = position(&latest)?;
+    let (tier, single_use) = match &latest {
+        Some(row) => (row.try_get::<Option<String>, _>(2)?, Some(row.try_get::<i64, _>(3)?)),
+        None => (None, None),
+    };
+    let (named_at, named_job) = position(&named)?;
+    let (grouped_at, grouped_job) = position(&grouped)?;
+    let (placed_at, placed_job) = position(&placed)?;
+    sqlx::query(
+        "UPDATE runner_windows SET first_at = $3, first_job = $4, latest_at = $5, latest_job = $6, tier = $7,
+             single_use = $8, runner_name = $9, named_at = $10, named_job = $11, runner_group = $12,
+             grouped_at = $13, grouped_job = $14, runner_environment = $15, placed_at = $16, placed_job = $17,
+             kept_last_seen = $18
+         WHERE issuer = $1 AND runner = $2",
+    )
+    .bind(issuer)
+    .bind(runner)
+    .bind(first_at)
+    .bind(first_job)
+    .bind(latest_at)
+    .bind(latest_job)
+    .bind(tier)
+    .bind(single_use)
+    .bind(value_of(&named)?)
+    .bind(named_at)
+    .bind(named_job)
+    .bind(value_of(&grouped)?)
+    .bind(grouped_at)
+    .bind(grouped_job)
+    .bind(value_of(&placed)?)
+    .bind(placed_at)
+    .bind(placed_job)
+    .bind(last_kept)
+    .execute(&mut *connection)
+    .await?;
+    Ok(())
+}
+
+/// Moves the window's start forward to `to` by one slice of leaving jobs (at most
+/// [`SLIDE_SLICE`], or every job of one second), in the caller's transaction; answers where it
+/// now starts.
+pub(super) async fn slide_slice(connection: &mut AnyConnection, kind: StoreKind, to: i64) -> Result<i64, Error> {
+    let since = since(connection, kind, Hold::Alone).await?;
+    if since >= to {
+        return Ok(since);
+    }
+    let cut: Option<i64> = sqlx::query(
+        "SELECT seen_at FROM runner_jobs WHERE seen_at >= $1 AND seen_at < $2 ORDER BY seen_at LIMIT 1 OFFSET $3",
+    )
+    .bind(since)
+    .bind(to)
+    .bind(SLIDE_SLICE)
+    .fetch_optional(&mut *connection)
+    .await?
+    .map(|row| row.try_get(0))
+    .transpose()?;
+    let cut = match cut {
+        Some(cut) if cut > since => cut,
+        Some(_) => since + 1,
+        None => to,
+    };
+    let mut changes = Changes::default();
+    {
+        let sql = format!("SELECT {COUNTED_COLUMNS} FROM runner_jobs WHERE seen_at >= $1 AND seen_at < $2");
+        let mut leaving = sqlx::query(&sql).bind(since).bind(cut).fetch(&mut *connection);
+        while let Some(row) = leaving.try_next().await? {
+            let job = CountedJob::from_row(&row)?;
+            changes.leave(&job, &job.runner());
+        }
+    }
+    sqlx::query("UPDATE fleet_window SET since = $1 WHERE id = 1").bind(cut).execute(&mut *connection).await?;
+    changes.apply(connection, cut).await?;
+    Ok(cut)
+}
