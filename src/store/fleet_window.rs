@@ -22,8 +22,27 @@ use super::{Error, StoreKind};
 pub const FLEET_WINDOW: i64 = 30 * 24 * 3600;
 /// Jobs taken from the window per transaction of a slide: the writer is held for one slice.
 const SLIDE_SLICE: i64 = 1_000;
-/// Rows per multi-row statement (27 parameters each at most).
-const ROWS_PER_STATEMENT: usize = 256;
+/// Parameters per statement at most, well under SQLite's limit (32,766) and PostgreSQL's (65,535).
+const PARAMETERS_PER_STATEMENT: usize = 8_192;
+
+/// Rows of `columns` parameters each per multi-row statement.
+pub(super) fn rows_per_statement(columns: usize) -> usize {
+    (PARAMETERS_PER_STATEMENT / columns).max(1)
+}
+
+/// The `VALUES` of `rows` rows of `columns` parameters each. On SQLite they are anonymous (`?`):
+/// sqlx binds a numbered one (`$n`) by its name, which SQLite finds by walking the statement's list
+/// of names, so binding numbered parameters costs the square of their number.
+pub(super) fn placeholders(kind: StoreKind, rows: usize, columns: usize) -> String {
+    let row = |first: usize| -> String {
+        let params: Vec<String> = match kind {
+            StoreKind::Sqlite => vec!["?".to_owned(); columns],
+            StoreKind::Postgres => (first..first + columns).map(|n| format!("${n}")).collect(),
+        };
+        format!("({})", params.join(", "))
+    };
+    (0..rows).map(|at| row(at * columns + 1)).collect::<Vec<_>>().join(", ")
+}
 
 /// How a transaction holds the window's row on PostgreSQL (SQLite has one writer).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -89,6 +108,24 @@ pub(super) struct CountedJob {
 pub(super) const COUNTED_COLUMNS: &str = "issuer, job_id, repository, runner_key, runner_name, runner_group, \
      runner_environment, tier, single_use, roles_granted, seen_at";
 
+impl From<&super::RunnerJob> for CountedJob {
+    fn from(job: &super::RunnerJob) -> Self {
+        Self {
+            issuer: job.issuer.clone(),
+            job_id: job.job_id.clone(),
+            repository: job.repository.clone(),
+            runner_key: job.runner_key.clone(),
+            runner_name: job.runner_name.clone(),
+            runner_group: job.runner_group.clone(),
+            runner_environment: job.runner_environment.clone(),
+            tier: job.tier.clone(),
+            single_use: job.single_use,
+            roles_granted: job.roles_granted,
+            seen_at: job.seen_at,
+        }
+    }
+}
+
 impl CountedJob {
     /// From a row whose first columns are [`COUNTED_COLUMNS`].
     pub fn from_row(row: &AnyRow) -> Result<Self, Error> {
@@ -129,7 +166,6 @@ type Position = (i64, String);
 struct RunnerChange {
     jobs: i64,
     single_use_jobs: i64,
-    repositories: i64,
     first: Option<Position>,
     latest: Option<(Position, Option<String>, bool)>,
     named: Option<(Position, String)>,
@@ -225,12 +261,23 @@ impl Changes {
     /// Writes the changes, the window being `since`: hours, then each runner's repositories (a
     /// repository's first job counts it, its last leaving uncounts it), then the runners' rows,
     /// then the fields of runners whose jobs left, read again from their jobs.
-    pub async fn apply(mut self, connection: &mut AnyConnection, since: i64) -> Result<(), Error> {
-        apply_hours(connection, &self.hours).await?;
-        for ((issuer, runner), repositories) in apply_repositories(connection, &self.repositories).await? {
-            self.runners.entry((issuer, runner)).or_default().repositories += repositories;
+    pub async fn apply(self, connection: &mut AnyConnection, kind: StoreKind, since: i64) -> Result<(), Error> {
+        apply_hours(connection, kind, &self.hours).await?;
+        apply_repositories(connection, kind, &self.repositories).await?;
+        apply_runners(connection, kind, &self.runners).await?;
+        let mut counted: Vec<&(String, String)> = Vec::new();
+        for (issuer, runner, _) in self.repositories.keys() {
+            if counted.last().is_none_or(|(i, r)| i != issuer || r != runner) {
+                counted.push(
+                    self.runners
+                        .get_key_value(&(issuer.clone(), runner.clone()))
+                        .map(|(key, _)| key)
+                        .unwrap_or_else(|| unreachable!()),
+                );
+            }
         }
-        apply_runners(connection, &self.runners).await?;
+        let fell = self.repositories.values().any(|jobs| *jobs < 0);
+        count_repositories(connection, kind, &counted, fell).await?;
         for ((issuer, runner), change) in &self.runners {
             if change.read_again {
                 read_again(connection, issuer, runner, since).await?;
@@ -240,30 +287,20 @@ impl Changes {
     }
 }
 
-/// `$n, $n+1, …` for `rows` rows of `columns` parameters.
-fn placeholders(rows: usize, columns: usize) -> String {
-    (0..rows)
-        .map(|row| {
-            let params: Vec<String> = (1..=columns).map(|column| format!("${}", row * columns + column)).collect();
-            format!("({})", params.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 async fn apply_hours(
     connection: &mut AnyConnection,
+    kind: StoreKind,
     hours: &BTreeMap<(i64, String, bool, bool), (i64, i64)>,
 ) -> Result<(), Error> {
     let hours: Vec<_> = hours.iter().filter(|(_, counts)| **counts != (0, 0)).collect();
-    for rows in hours.chunks(ROWS_PER_STATEMENT) {
+    for rows in hours.chunks(rows_per_statement(6)) {
         let sql = format!(
             "INSERT INTO fleet_hours (hour, tier, self_hosted, single_use, jobs, roles_granted) VALUES {}
              ON CONFLICT (hour, tier, self_hosted, single_use) DO UPDATE SET
                  jobs = fleet_hours.jobs + excluded.jobs,
                  roles_granted = fleet_hours.roles_granted + excluded.roles_granted
              RETURNING hour, tier, self_hosted, single_use, jobs",
-            placeholders(rows.len(), 6)
+            placeholders(kind, rows.len(), 6)
         );
         let mut query = sqlx::query(&sql);
         for ((hour, tier, self_hosted, single_use), (jobs, roles)) in rows {
@@ -297,45 +334,67 @@ async fn apply_hours(
     Ok(())
 }
 
-/// Adds each runner's jobs per repository; answers how many repositories each runner gained
-/// (negative: lost).
+/// Adds each runner's jobs per repository. A row left with none is not counted, and is deleted
+/// when its runner's repositories are counted again ([`count_repositories`]).
 async fn apply_repositories(
     connection: &mut AnyConnection,
+    kind: StoreKind,
     repositories: &BTreeMap<(String, String, String), i64>,
-) -> Result<BTreeMap<(String, String), i64>, Error> {
-    let mut counted = BTreeMap::<(String, String), i64>::new();
+) -> Result<(), Error> {
     let changed: Vec<_> = repositories.iter().filter(|(_, jobs)| **jobs != 0).collect();
-    for rows in changed.chunks(ROWS_PER_STATEMENT) {
+    for rows in changed.chunks(rows_per_statement(4)) {
         let sql = format!(
             "INSERT INTO runner_window_repositories (issuer, runner, repository, jobs) VALUES {}
-             ON CONFLICT (issuer, runner, repository) DO UPDATE SET jobs = runner_window_repositories.jobs + excluded.jobs
-             RETURNING issuer, runner, repository, jobs",
-            placeholders(rows.len(), 4)
+             ON CONFLICT (issuer, runner, repository) DO UPDATE SET jobs = runner_window_repositories.jobs + excluded.jobs",
+            placeholders(kind, rows.len(), 4)
         );
         let mut query = sqlx::query(&sql);
         for ((issuer, runner, repository), jobs) in rows {
             query = query.bind(issuer).bind(runner).bind(repository).bind(**jobs);
         }
-        for row in query.fetch_all(&mut *connection).await? {
-            let (issuer, runner, repository, jobs): (String, String, String, i64) =
-                (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?);
-            let added = repositories.get(&(issuer.clone(), runner.clone(), repository.clone())).copied().unwrap_or(0);
-            let before = jobs - added;
-            let gained = i64::from(before <= 0 && jobs > 0) - i64::from(before > 0 && jobs <= 0);
-            if jobs <= 0 {
-                sqlx::query(
-                    "DELETE FROM runner_window_repositories WHERE issuer = $1 AND runner = $2 AND repository = $3",
-                )
-                .bind(&issuer)
-                .bind(&runner)
-                .bind(&repository)
-                .execute(&mut *connection)
-                .await?;
-            }
-            *counted.entry((issuer, runner)).or_default() += gained;
-        }
+        query.execute(&mut *connection).await?;
     }
-    Ok(counted)
+    Ok(())
+}
+
+/// Counts again the repositories of the runners whose jobs per repository changed, and, where
+/// some fell (`fell`), forgets the repositories left with no job.
+async fn count_repositories(
+    connection: &mut AnyConnection,
+    kind: StoreKind,
+    runners: &[&(String, String)],
+    fell: bool,
+) -> Result<(), Error> {
+    for rows in runners.chunks(rows_per_statement(2)) {
+        let values = placeholders(kind, rows.len(), 2);
+        if fell {
+            let sql = format!(
+                "DELETE FROM runner_window_repositories WHERE jobs <= 0 AND (issuer, runner) IN (VALUES {values})"
+            );
+            with_runners(&sql, rows).execute(&mut *connection).await?;
+        }
+        let sql = format!(
+            "UPDATE runner_windows SET repositories = (
+                 SELECT COUNT(*) FROM runner_window_repositories counted
+                 WHERE counted.issuer = runner_windows.issuer AND counted.runner = runner_windows.runner
+                   AND counted.jobs > 0)
+             WHERE (issuer, runner) IN (VALUES {values})"
+        );
+        with_runners(&sql, rows).execute(&mut *connection).await?;
+    }
+    Ok(())
+}
+
+/// `sql` with each runner's issuer and group bound in turn.
+fn with_runners<'q>(
+    sql: &'q str,
+    runners: &[&(String, String)],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    let mut query = sqlx::query(sql);
+    for (issuer, runner) in runners {
+        query = query.bind(issuer.clone()).bind(runner.clone());
+    }
+    query
 }
 
 /// The columns a runner's row is written with, in order.
@@ -386,10 +445,11 @@ fn take_when(at: &str, job: &str, values: &[&str], after: bool) -> String {
 
 async fn apply_runners(
     connection: &mut AnyConnection,
+    kind: StoreKind,
     runners: &BTreeMap<(String, String), RunnerChange>,
 ) -> Result<(), Error> {
     let runners: Vec<_> = runners.iter().collect();
-    let sums = ["jobs", "single_use_jobs", "repositories", "kept_jobs", "kept_single_use", "kept_self_hosted"]
+    let sums = ["jobs", "single_use_jobs", "kept_jobs", "kept_single_use", "kept_self_hosted"]
         .map(|column| format!("{column} = runner_windows.{column} + excluded.{column}"))
         .join(",\n");
     let set = [
@@ -404,12 +464,12 @@ async fn apply_runners(
         take_when("placed_at", "placed_job", &["runner_environment"], false),
     ]
     .join(",\n");
-    for rows in runners.chunks(ROWS_PER_STATEMENT) {
+    for rows in runners.chunks(rows_per_statement(RUNNER_COLUMNS.len())) {
         let sql = format!(
             "INSERT INTO runner_windows ({}) VALUES {}
              ON CONFLICT (issuer, runner) DO UPDATE SET {set}",
             RUNNER_COLUMNS.join(", "),
-            placeholders(rows.len(), RUNNER_COLUMNS.len())
+            placeholders(kind, rows.len(), RUNNER_COLUMNS.len())
         );
         let mut query = sqlx::query(&sql);
         for ((issuer, runner), change) in rows {
@@ -433,7 +493,8 @@ async fn apply_runners(
                 .bind(name_key)
                 .bind(change.jobs)
                 .bind(change.single_use_jobs)
-                .bind(change.repositories)
+                // Counted once the runner's repositories are written (`count_repositories`).
+                .bind(0_i64)
                 .bind(first_at)
                 .bind(first_job)
                 .bind(latest_at)
@@ -600,6 +661,6 @@ pub(super) async fn slide_slice(connection: &mut AnyConnection, kind: StoreKind,
         }
     }
     sqlx::query("UPDATE fleet_window SET since = $1 WHERE id = 1").bind(cut).execute(&mut *connection).await?;
-    changes.apply(connection, cut).await?;
+    changes.apply(connection, kind, cut).await?;
     Ok(cut)
 }

@@ -92,7 +92,7 @@ impl Store {
     /// transaction, so an exchange's own writes wait for one at most, not for the whole batch.
     pub async fn record_runner_jobs(&self, mut jobs: Vec<RunnerJob>, keep_for: i64) -> Result<(), Error> {
         merge_repeats(&mut jobs);
-        for rows in jobs.chunks(ROWS_PER_STATEMENT) {
+        for rows in jobs.chunks(JOBS_PER_TRANSACTION) {
             record_runner_job_rows(&mut *self.writer().await?, self.kind, rows, keep_for).await?;
         }
         Ok(())
@@ -184,8 +184,8 @@ impl Store {
     }
 }
 
-/// Rows per INSERT: 13 parameters each, far under SQLite's and PostgreSQL's limits.
-const ROWS_PER_STATEMENT: usize = 64;
+/// Judged jobs recorded (and counted in the fleet's window) per transaction.
+const JOBS_PER_TRANSACTION: usize = 128;
 
 /// One row per job, as the upsert would make it: PostgreSQL refuses an upsert that touches one
 /// row twice, and one batch can hold several tokens of a job.
@@ -201,13 +201,7 @@ fn merge_repeats(jobs: &mut Vec<RunnerJob>) {
     });
 }
 
-/// What an upsert of judged jobs answers: the job as recorded, how many times it was judged,
-/// and the group it was counted in before this judgement told more of its runner.
-fn returning() -> String {
-    format!("RETURNING {COUNTED_COLUMNS}, judged, told_more_from")
-}
-
-/// The group a recorded job was counted in (`runner_jobs`' own columns), as [`runner_of`] names it.
+/// The group a recorded job was counted in (`runner_jobs`' own columns), as `fleet_window::runner_of` names it.
 const COUNTED_RUNNER: &str = "CASE WHEN runner_jobs.runner_key IS NOT NULL THEN 'k:' || runner_jobs.runner_key
      WHEN runner_jobs.runner_name IS NOT NULL THEN 'n:' || runner_jobs.runner_name ELSE '-' END";
 
@@ -217,13 +211,71 @@ async fn record_runner_job_rows(
     rows: &[RunnerJob],
     keep_for: i64,
 ) -> Result<(), Error> {
-    const COLUMNS: usize = 13;
-    let values: Vec<String> = (0..rows.len())
-        .map(|row| {
-            let params: Vec<String> = (1..=COLUMNS).map(|column| format!("${}", row * COLUMNS + column)).collect();
-            format!("({})", params.join(", "))
-        })
-        .collect();
+    let mut tx = connection.begin().await?;
+    let since = fleet_window::since(&mut tx, kind, Hold::Shared).await?;
+    for rows in rows.chunks(fleet_window::rows_per_statement(13)) {
+        upsert_runner_jobs(&mut tx, kind, rows, keep_for).await?;
+    }
+    let mut judged_again = Vec::new();
+    for rows in rows.chunks(fleet_window::rows_per_statement(2)) {
+        judged_again.extend(judged_again_of(&mut tx, kind, rows).await?);
+    }
+    let mut changes = Changes::default();
+    for row in &judged_again {
+        let job = CountedJob::from_row(row)?;
+        let told_more_from: Option<String> = row.try_get(11)?;
+        let in_window = job.seen_at >= since;
+        // `rows` is sorted by issuer and job id (`merge_repeats`): the roles granted this time.
+        let granted_now = rows
+            .binary_search_by(|row| (row.issuer.as_str(), row.job_id.as_str()).cmp(&(&job.issuer, &job.job_id)))
+            .map_or(0, |at| rows[at].roles_granted);
+        changes.hour(&job, 0, granted_now);
+        if let Some(from) = told_more_from {
+            changes.remove(&job, &from, in_window);
+            changes.add(&job, in_window);
+        }
+    }
+    // Every other job is new, recorded as given.
+    let again: std::collections::HashSet<(String, String)> =
+        judged_again.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect::<Result<_, Error>>()?;
+    for job in rows.iter().filter(|job| !again.contains(&(job.issuer.clone(), job.job_id.clone()))) {
+        let job = CountedJob::from(job);
+        changes.hour(&job, 1, job.roles_granted);
+        changes.add(&job, job.seen_at >= since);
+    }
+    changes.apply(&mut tx, kind, since).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Of the jobs just written, those judged before (as recorded, and the group they were counted
+/// in if this judgement told more of their runner): every job written is either new (judged
+/// once) or judged again now, and its row stays locked by this transaction.
+async fn judged_again_of(
+    connection: &mut sqlx::AnyConnection,
+    kind: StoreKind,
+    rows: &[RunnerJob],
+) -> Result<Vec<sqlx::any::AnyRow>, Error> {
+    let sql = format!(
+        "SELECT {COUNTED_COLUMNS}, told_more_from FROM runner_jobs
+         WHERE judged > 1 AND (issuer, job_id) IN (VALUES {})",
+        fleet_window::placeholders(kind, rows.len(), 2)
+    );
+    let mut query = sqlx::query(&sql);
+    for job in rows {
+        query = query.bind(&job.issuer).bind(&job.job_id);
+    }
+    Ok(query.fetch_all(connection).await?)
+}
+
+/// Writes judged jobs: a job judged again counts one more judgement, and notes the group it was
+/// counted in where this judgement told more of its runner.
+async fn upsert_runner_jobs(
+    connection: &mut sqlx::AnyConnection,
+    kind: StoreKind,
+    rows: &[RunnerJob],
+    keep_for: i64,
+) -> Result<(), Error> {
     let sql = format!(
         "INSERT INTO runner_jobs (issuer, job_id, repository, runner_key, runner_name, runner_group,
              runner_environment, tier, single_use, roles_granted, refused, seen_at, keep_until)
@@ -240,10 +292,8 @@ async fn record_runner_job_rows(
                  WHEN (runner_jobs.runner_key IS NULL AND excluded.runner_key IS NOT NULL)
                    OR (runner_jobs.runner_name IS NULL AND excluded.runner_name IS NOT NULL)
                    OR (runner_jobs.runner_group IS NULL AND excluded.runner_group IS NOT NULL)
-                 THEN {COUNTED_RUNNER} END
-         {}",
-        values.join(", "),
-        returning()
+                 THEN {COUNTED_RUNNER} END",
+        fleet_window::placeholders(kind, rows.len(), 13)
     );
     let mut query = sqlx::query(&sql);
     for job in rows {
@@ -262,31 +312,7 @@ async fn record_runner_job_rows(
             .bind(job.seen_at)
             .bind(job.seen_at.saturating_add(keep_for));
     }
-    let mut tx = connection.begin().await?;
-    let since = fleet_window::since(&mut tx, kind, Hold::Shared).await?;
-    let mut changes = Changes::default();
-    for row in query.fetch_all(&mut *tx).await? {
-        let job = CountedJob::from_row(&row)?;
-        let judged: i64 = row.try_get(11)?;
-        let told_more_from: Option<String> = row.try_get(12)?;
-        let in_window = job.seen_at >= since;
-        if judged == 1 {
-            changes.hour(&job, 1, job.roles_granted);
-            changes.add(&job, in_window);
-            continue;
-        }
-        // `rows` is sorted by issuer and job id (`merge_repeats`): the roles granted this time.
-        let granted_now = rows
-            .binary_search_by(|row| (row.issuer.as_str(), row.job_id.as_str()).cmp(&(&job.issuer, &job.job_id)))
-            .map_or(0, |at| rows[at].roles_granted);
-        changes.hour(&job, 0, granted_now);
-        if let Some(from) = told_more_from {
-            changes.remove(&job, &from, in_window);
-            changes.add(&job, in_window);
-        }
-    }
-    changes.apply(&mut tx, since).await?;
-    tx.commit().await?;
+    query.execute(connection).await?;
     Ok(())
 }
 
@@ -306,7 +332,7 @@ async fn prune_runner_jobs(connection: &mut sqlx::AnyConnection, kind: StoreKind
             pruned += 1;
         }
     }
-    changes.apply(&mut tx, since).await?;
+    changes.apply(&mut tx, kind, since).await?;
     tx.commit().await?;
     Ok(pruned)
 }
