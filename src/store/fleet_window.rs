@@ -189,12 +189,20 @@ fn earliest<T>(slot: &mut Option<(Position, T)>, position: &Position, value: imp
 /// key order once.
 #[derive(Debug, Default)]
 pub(super) struct Changes {
+    /// Held alone (a slide or a prune): rows left empty may be deleted without taking locks in
+    /// an order another writer could take them in the other way round.
+    alone: bool,
     runners: BTreeMap<(String, String), RunnerChange>,
     repositories: BTreeMap<(String, String, String), i64>,
     hours: BTreeMap<(i64, String, bool, bool), (i64, i64)>,
 }
 
 impl Changes {
+    /// The changes of a transaction holding the window alone ([`Hold::Alone`]).
+    pub fn alone() -> Self {
+        Self { alone: true, ..Self::default() }
+    }
+
     /// A job newly counted under its runner; in the window's rows too when `in_window`.
     pub fn add(&mut self, job: &CountedJob, in_window: bool) {
         let runner = job.runner();
@@ -276,11 +284,11 @@ impl Changes {
                 );
             }
         }
-        let fell = self.repositories.values().any(|jobs| *jobs < 0);
+        let fell = self.alone && self.repositories.values().any(|jobs| *jobs < 0);
         count_repositories(connection, kind, &counted, fell).await?;
         for ((issuer, runner), change) in &self.runners {
             if change.read_again {
-                read_again(connection, issuer, runner, since).await?;
+                read_again(connection, issuer, runner, since, self.alone).await?;
             }
         }
         Ok(())
@@ -535,8 +543,15 @@ fn told(told: &Option<(Position, String)>) -> (Option<String>, (Option<i64>, Opt
 }
 
 /// Reads a runner's window fields and its last kept job again from its jobs, each by index and
-/// one row, and forgets the runner once it has no kept job.
-async fn read_again(connection: &mut AnyConnection, issuer: &str, runner: &str, since: i64) -> Result<(), Error> {
+/// one row. A runner with no kept job is forgotten when the window is held `alone`; otherwise its
+/// row stays, counting nothing, for the next slide or prune to forget.
+async fn read_again(
+    connection: &mut AnyConnection,
+    issuer: &str,
+    runner: &str,
+    since: i64,
+    alone: bool,
+) -> Result<(), Error> {
     let (members, value) = members(runner);
     // `$2` is the key or name; a runner without one takes `since` as `$2`.
     let since_param = if value.is_some() { "$3" } else { "$2" };
@@ -563,9 +578,9 @@ async fn read_again(connection: &mut AnyConnection, issuer: &str, runner: &str, 
         }
         Ok(query.fetch_optional(connection).await?)
     };
-    let Some(last_kept) =
-        fetch(&last_kept, connection, false).await?.map(|row| row.try_get::<Option<i64>, _>(0)).transpose()?.flatten()
-    else {
+    let last_kept =
+        fetch(&last_kept, connection, false).await?.map(|row| row.try_get::<Option<i64>, _>(0)).transpose()?.flatten();
+    if last_kept.is_none() && alone {
         for table in ["runner_windows", "runner_window_repositories"] {
             sqlx::query(&format!("DELETE FROM {table} WHERE issuer = $1 AND runner = $2"))
                 .bind(issuer)
@@ -574,7 +589,7 @@ async fn read_again(connection: &mut AnyConnection, issuer: &str, runner: &str, 
                 .await?;
         }
         return Ok(());
-    };
+    }
     let position = |row: &Option<AnyRow>| -> Result<(Option<i64>, Option<String>), Error> {
         match row {
             Some(row) => Ok((Some(row.try_get(0)?), Some(row.try_get(1)?))),
@@ -622,7 +637,8 @@ async fn read_again(connection: &mut AnyConnection, issuer: &str, runner: &str, 
     .bind(value_of(&placed)?)
     .bind(placed_at)
     .bind(placed_job)
-    .bind(last_kept)
+    // None kept: 0, so that the next job recorded on it is its last.
+    .bind(last_kept.unwrap_or(0))
     .execute(&mut *connection)
     .await?;
     Ok(())
@@ -651,7 +667,7 @@ pub(super) async fn slide_slice(connection: &mut AnyConnection, kind: StoreKind,
         Some(_) => since + 1,
         None => to,
     };
-    let mut changes = Changes::default();
+    let mut changes = Changes::alone();
     {
         let sql = format!("SELECT {COUNTED_COLUMNS} FROM runner_jobs WHERE seen_at >= $1 AND seen_at < $2");
         let mut leaving = sqlx::query(&sql).bind(since).bind(cut).fetch(&mut *connection);

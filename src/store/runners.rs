@@ -320,7 +320,7 @@ async fn upsert_runner_jobs(
 async fn prune_runner_jobs(connection: &mut sqlx::AnyConnection, kind: StoreKind, now: i64) -> Result<u64, Error> {
     let mut tx = connection.begin().await?;
     let since = fleet_window::since(&mut tx, kind, Hold::Alone).await?;
-    let mut changes = Changes::default();
+    let mut changes = Changes::alone();
     let mut pruned = 0;
     {
         let sql = format!("DELETE FROM runner_jobs WHERE keep_until < $1 RETURNING {COUNTED_COLUMNS}");
