@@ -35,10 +35,14 @@ impl Store {
             connection.execute("PRAGMA journal_mode = WAL").await?;
             connection.ping().await?;
         }
-        MIGRATOR.run(&pool).await.map_err(|error| match error {
+        // On a connection of its own, without the pool's statement timeout: a migration that
+        // counts what the store already holds (0008) may take longer than any exchange may.
+        let mut migrating = AnyConnection::connect_with(&options).await?;
+        MIGRATOR.run(&mut migrating).await.map_err(|error| match error {
             MigrateError::VersionMissing(version) => Error::NewerSchema(version),
             other => Error::Migrate(other),
         })?;
+        migrating.close().await?;
         let (writers, sqlite_batches) = match kind {
             StoreKind::Sqlite => {
                 let settings = connection_settings(config, kind);
