@@ -95,7 +95,7 @@ impl Store {
     /// The aggregates as [`fleet_aggregates`](Self::fleet_aggregates) reads them, each runner's
     /// row handed to `each` as it streams in and left out of the answer: what a caller that
     /// only tallies runners (the `/metrics` refresh) holds stays the same size however many
-    /// runners there are. Read from the maintained window (`fleet_window.rs`) when it serves
+    /// runners there are. Read from the maintained window (`fleet_window/`) when it serves
     /// `since`, as it does for the last [`FLEET_WINDOW`](super::fleet_window::FLEET_WINDOW) or
     /// any earlier start not yet passed; else from every judged job of the window.
     pub async fn fleet_aggregates_each(

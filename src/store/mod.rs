@@ -22,8 +22,6 @@ mod fleet_figures;
 #[cfg(feature = "server")]
 mod fleet_window;
 #[cfg(feature = "server")]
-mod fleet_window_read;
-#[cfg(feature = "server")]
 mod group_commit;
 #[cfg(feature = "server")]
 mod jobs;

@@ -6,7 +6,7 @@
 use futures_util::TryStreamExt;
 use sqlx::{Connection, Row};
 
-use super::fleet_window::{self, COUNTED_COLUMNS, Changes, CountedJob, Hold};
+use super::fleet_window::{self, COUNTED_COLUMNS, Changes, Hold, counted_job};
 use super::{Error, Store, StoreKind};
 use crate::clock::now;
 
@@ -86,7 +86,7 @@ impl Store {
     }
 
     /// Records judged jobs, 64 to a transaction, each kept `keep_for` seconds past when it was
-    /// seen, and counts them in the fleet's window (`fleet_window.rs`); a job judged again
+    /// seen, and counts them in the fleet's window (`fleet_window/`); a job judged again
     /// (another token) keeps its first record, adds the roles granted this time, and fills in
     /// what it tells of its runner that the first did not. The writer is taken again for each
     /// transaction, so an exchange's own writes wait for one at most, not for the whole batch.
@@ -222,7 +222,7 @@ async fn record_runner_job_rows(
     }
     let mut changes = Changes::default();
     for row in &judged_again {
-        let job = CountedJob::from_row(row)?;
+        let job = counted_job(row)?;
         let told_more_from: Option<String> = row.try_get(11)?;
         let in_window = job.seen_at >= since;
         // `rows` is sorted by issuer and job id (`merge_repeats`): the roles granted this time.
@@ -239,9 +239,8 @@ async fn record_runner_job_rows(
     let again: std::collections::HashSet<(String, String)> =
         judged_again.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect::<Result<_, Error>>()?;
     for job in rows.iter().filter(|job| !again.contains(&(job.issuer.clone(), job.job_id.clone()))) {
-        let job = CountedJob::from(job);
-        changes.hour(&job, 1, job.roles_granted);
-        changes.add(&job, job.seen_at >= since);
+        changes.hour(job, 1, job.roles_granted);
+        changes.add(job, job.seen_at >= since);
     }
     changes.apply(&mut tx, kind, since).await?;
     tx.commit().await?;
@@ -326,7 +325,7 @@ async fn prune_runner_jobs(connection: &mut sqlx::AnyConnection, kind: StoreKind
         let sql = format!("DELETE FROM runner_jobs WHERE keep_until < $1 RETURNING {COUNTED_COLUMNS}");
         let mut deleted = sqlx::query(&sql).bind(now).fetch(&mut *tx);
         while let Some(row) = deleted.try_next().await? {
-            let job = CountedJob::from_row(&row)?;
+            let job = counted_job(&row)?;
             changes.hour(&job, -1, -job.roles_granted);
             changes.remove(&job, &job.runner(), job.seen_at >= since);
             pruned += 1;

@@ -1,37 +1,21 @@
-//! Reading the fleet's figures from the maintained window (`fleet_window.rs`): a row per runner,
+//! Reading the fleet's figures from the maintained window: a row per runner,
 //! per hour and tier, and the jobs of the window's first, partial hour. What is read grows with
 //! runners and hours, not with jobs.
 
 use std::collections::{BTreeMap, HashSet};
 
 use futures_util::TryStreamExt;
-use sqlx::{AnyConnection, Connection, Row};
+use sqlx::{AnyConnection, Row};
 
-use super::fleet::{FLEET_STATEMENT_TIMEOUT, runner_seen};
-use super::fleet_window::{self, FLEET_WINDOW};
-use super::{DayJobs, Error, FleetAggregates, JobTotals, RunnerJobsSeen, Store, StoreKind, TierJobs};
+use super::Hold;
+use crate::store::fleet::{FLEET_STATEMENT_TIMEOUT, runner_seen};
+use crate::store::{DayJobs, Error, FleetAggregates, JobTotals, RunnerJobsSeen, Store, StoreKind, TierJobs};
 
 /// How far ahead of the requested start the maintained window may be (another replica slid it a
 /// moment later) and still answer for it.
 const AHEAD: i64 = 60;
 
 impl Store {
-    /// Moves the maintained window's start forward to `to`, a slice at a time, each slice its own
-    /// transaction on the writer; answers where the window starts. It never moves back, nor past
-    /// [`FLEET_WINDOW`] before now.
-    pub async fn slide_fleet_window(&self, to: i64) -> Result<i64, Error> {
-        let to = to.min(crate::clock::now().saturating_sub(FLEET_WINDOW));
-        loop {
-            let mut writer = self.writer().await?;
-            let mut tx = writer.begin().await?;
-            let since = fleet_window::slide_slice(&mut tx, self.kind, to).await?;
-            tx.commit().await?;
-            if since >= to {
-                return Ok(since);
-            }
-        }
-    }
-
     /// The aggregates of the jobs seen since `since`, from the maintained window when it serves
     /// that start (slid there first), else `None`.
     pub async fn fleet_window_aggregates_each(
@@ -53,7 +37,7 @@ impl Store {
                 .execute(&mut *reading)
                 .await?;
         }
-        let since = fleet_window::since(&mut reading, self.kind, fleet_window::Hold::Read).await?;
+        let since = super::since(&mut reading, self.kind, Hold::Read).await?;
         let (totals, tiers, days) = hour_figures(&mut reading, since).await?;
         let reused: HashSet<(String, String)> = self.reused_runners().await?.into_iter().collect();
         let aggregates = FleetAggregates {
