@@ -39,9 +39,13 @@ pub async fn read(store: &Store, since: i64, now: i64, filter: &RunnerFilter) ->
 
 /// The report's summary alone (figures, tiers, days), each runner tallied as it streams from
 /// the store and then dropped: what the `/metrics` refresh holds does not grow with the fleet.
+/// From the maintained window, the store counts the runners that miss a target instead.
 pub async fn summary(store: &Store, since: i64, now: i64) -> Result<Summary, Error> {
+    let stale_before = now.saturating_sub(STALE_AFTER);
+    if let Some((aggregates, counts)) = store.fleet_window_aggregates_counted(since, stale_before).await? {
+        return Ok(summarize(&aggregates, &RunnerTally::counted(counts), aggregates.since, now));
+    }
     let mut tally = RunnerTally::default();
-    let aggregates =
-        store.fleet_aggregates_each(since, now.saturating_sub(STALE_AFTER), |runner| tally.add(&runner)).await?;
+    let aggregates = store.fleet_aggregates_from_jobs(since, stale_before, |runner| tally.add(&runner)).await?;
     Ok(summarize(&aggregates, &tally, aggregates.since, now))
 }

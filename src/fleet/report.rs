@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::store::{FleetAggregates, RefusalCount, RunnerJobsSeen};
+use crate::store::{FleetAggregates, RefusalCount, RunnerCounts, RunnerJobsSeen};
 
 /// Seconds in a day, the chart's unit.
 pub const DAY: i64 = 24 * 3600;
@@ -215,6 +215,12 @@ pub struct RunnerTally {
 }
 
 impl RunnerTally {
+    /// The tally the store counted (from the maintained window), as [`add`](Self::add) would
+    /// have made it runner by runner.
+    pub fn counted(counts: RunnerCounts) -> Self {
+        Self { multi_repository: count(counts.multi_repository), reused: count(counts.reused) }
+    }
+
     /// Counts `runner` where an identified runner misses a target (as [`missed`] judges it).
     pub fn add(&mut self, runner: &RunnerJobsSeen) {
         if runner.runner_key.is_none() {

@@ -1,8 +1,8 @@
 //! Jobs: seen by an exchange, ended by a webhook or by the job itself.
 
 use serde::Serialize;
+use sqlx::Row;
 use sqlx::any::AnyRow;
-use sqlx::{Connection, Row};
 
 use super::{Error, Store};
 use crate::clock::{now, now_ms};
@@ -65,7 +65,7 @@ impl Store {
     ) -> Result<EndOutcome, Error> {
         let (now, now_ms) = (now(), now_ms());
         let mut writer = self.writer().await?;
-        let mut tx = writer.begin().await?;
+        let mut tx = writer.begin_write().await?;
         if let Some((source, delivery_id)) = delivery {
             let fresh = sqlx::query(
                 "INSERT INTO webhook_deliveries (source, delivery_id, received_at) VALUES ($1, $2, $3)

@@ -58,6 +58,8 @@ pub use fleet::{DayJobs, FleetAggregates, JobTotals, RunnerJobsSeen, TierJobs};
 #[cfg(feature = "server")]
 pub use fleet_figures::StoredFigures;
 #[cfg(feature = "server")]
+pub use fleet_window::RunnerCounts;
+#[cfg(feature = "server")]
 pub use jobs::{EndOutcome, JobRecord, JobState};
 #[cfg(feature = "server")]
 pub use lease::{JobCiFacts, Lease, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};

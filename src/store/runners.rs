@@ -4,9 +4,10 @@
 //! on one runner at once agree on which came first.
 
 use futures_util::TryStreamExt;
-use sqlx::{Connection, Row};
+use sqlx::Row;
 
 use super::fleet_window::{self, COUNTED_COLUMNS, Changes, Hold, counted_job};
+use super::writer::Writer;
 use super::{Error, Store, StoreKind};
 use crate::clock::now;
 
@@ -93,7 +94,7 @@ impl Store {
     pub async fn record_runner_jobs(&self, mut jobs: Vec<RunnerJob>, keep_for: i64) -> Result<(), Error> {
         merge_repeats(&mut jobs);
         for rows in jobs.chunks(JOBS_PER_TRANSACTION) {
-            record_runner_job_rows(&mut *self.writer().await?, self.kind, rows, keep_for).await?;
+            record_runner_job_rows(&mut self.writer().await?, self.kind, rows, keep_for).await?;
         }
         Ok(())
     }
@@ -206,12 +207,12 @@ const COUNTED_RUNNER: &str = "CASE WHEN runner_jobs.runner_key IS NOT NULL THEN 
      WHEN runner_jobs.runner_name IS NOT NULL THEN 'n:' || runner_jobs.runner_name ELSE '-' END";
 
 async fn record_runner_job_rows(
-    connection: &mut sqlx::AnyConnection,
+    connection: &mut Writer,
     kind: StoreKind,
     rows: &[RunnerJob],
     keep_for: i64,
 ) -> Result<(), Error> {
-    let mut tx = connection.begin().await?;
+    let mut tx = connection.begin_write().await?;
     let since = fleet_window::since(&mut tx, kind, Hold::Shared).await?;
     for rows in rows.chunks(fleet_window::rows_per_statement(13)) {
         upsert_runner_jobs(&mut tx, kind, rows, keep_for).await?;
@@ -316,8 +317,8 @@ async fn upsert_runner_jobs(
 }
 
 /// Deletes the judged jobs past their keep and takes them from the fleet's window.
-async fn prune_runner_jobs(connection: &mut sqlx::AnyConnection, kind: StoreKind, now: i64) -> Result<u64, Error> {
-    let mut tx = connection.begin().await?;
+async fn prune_runner_jobs(connection: &mut Writer, kind: StoreKind, now: i64) -> Result<u64, Error> {
+    let mut tx = connection.begin_write().await?;
     let since = fleet_window::since(&mut tx, kind, Hold::Alone).await?;
     let mut changes = Changes::alone();
     let mut pruned = 0;

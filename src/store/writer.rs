@@ -65,6 +65,19 @@ impl Store {
     }
 }
 
+impl Writer {
+    /// A write transaction. On SQLite it takes the write lock at once (`BEGIN IMMEDIATE`),
+    /// waiting its turn: a deferred one that reads first fails at its first write, without
+    /// waiting, if another process wrote in between (`ci-creds runners report` slides the fleet's
+    /// window).
+    pub(super) async fn begin_write(&mut self) -> Result<sqlx::Transaction<'_, sqlx::Any>, Error> {
+        Ok(match self {
+            Self::Kept(connection) => sqlx::Connection::begin_with(&mut **connection, "BEGIN IMMEDIATE").await?,
+            Self::Pooled(connection) => sqlx::Connection::begin(&mut **connection).await?,
+        })
+    }
+}
+
 impl Deref for Writer {
     type Target = AnyConnection;
 

@@ -21,6 +21,7 @@ use sqlx::{AnyConnection, Row};
 use super::{Error, StoreKind};
 
 pub(super) use changes::{COUNTED_COLUMNS, Changes, counted_job};
+pub use read::RunnerCounts;
 
 /// The window the maintained rows serve: `runners report`'s default and the `/metrics` figures.
 pub const FLEET_WINDOW: i64 = 30 * 24 * 3600;

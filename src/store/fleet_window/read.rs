@@ -17,13 +17,66 @@ const AHEAD: i64 = 60;
 
 impl Store {
     /// The aggregates of the jobs seen since `since`, from the maintained window when it serves
-    /// that start (slid there first), else `None`.
+    /// that start (slid there first), each runner's row handed to `each`; else `None`.
     pub async fn fleet_window_aggregates_each(
         &self,
         since: i64,
         stale_before: i64,
         each: &mut impl FnMut(RunnerJobsSeen),
     ) -> Result<Option<FleetAggregates>, Error> {
+        let Some((mut reading, aggregates)) = self.read_fleet_window(since, stale_before).await? else {
+            return Ok(None);
+        };
+        let reused: HashSet<(String, String)> = self.reused_runners().await?.into_iter().collect();
+        let mut rows = sqlx::query(
+            "SELECT issuer, runner_key, name_key, runner_name, runner_group, runner_environment, tier,
+                    COALESCE(single_use, 0), first_at, latest_at, jobs, repositories, single_use_jobs
+             FROM runner_windows WHERE jobs > 0",
+        )
+        .fetch(&mut *reading);
+        while let Some(row) = rows.try_next().await? {
+            each(runner_seen(&row, &reused)?);
+        }
+        drop(rows);
+        reading.commit().await?;
+        Ok(Some(aggregates))
+    }
+
+    /// The aggregates as [`fleet_window_aggregates_each`](Self::fleet_window_aggregates_each)
+    /// reads them, with the runners that miss a target counted by the store rather than read one
+    /// by one: what the figures alone need.
+    pub async fn fleet_window_aggregates_counted(
+        &self,
+        since: i64,
+        stale_before: i64,
+    ) -> Result<Option<(FleetAggregates, RunnerCounts)>, Error> {
+        let Some((mut reading, aggregates)) = self.read_fleet_window(since, stale_before).await? else {
+            return Ok(None);
+        };
+        let row = sqlx::query(
+            "SELECT CAST(COALESCE(SUM(CASE WHEN runner_environment = 'self-hosted' AND repositories > 1
+                                      THEN 1 ELSE 0 END), 0) AS BIGINT),
+                    CAST(COALESCE(SUM(CASE WHEN single_use_jobs > 1 OR EXISTS (
+                             SELECT 1 FROM runners marked
+                             WHERE marked.issuer = runner_windows.issuer AND marked.runner_key = runner_windows.runner_key
+                               AND marked.reused = 1)
+                         THEN 1 ELSE 0 END), 0) AS BIGINT)
+             FROM runner_windows WHERE jobs > 0 AND runner_key IS NOT NULL",
+        )
+        .fetch_one(&mut *reading)
+        .await?;
+        let counts = RunnerCounts { multi_repository: row.try_get(0)?, reused: row.try_get(1)? };
+        reading.commit().await?;
+        Ok(Some((aggregates, counts)))
+    }
+
+    /// A read of the maintained window, slid to `since` first, with every figure but the
+    /// runners': `None` when it does not serve that start.
+    async fn read_fleet_window(
+        &self,
+        since: i64,
+        stale_before: i64,
+    ) -> Result<Option<(sqlx::Transaction<'static, sqlx::Any>, FleetAggregates)>, Error> {
         let maintained = self.slide_fleet_window(since).await?;
         if maintained < since || maintained > since.saturating_add(AHEAD) {
             return Ok(None);
@@ -39,7 +92,6 @@ impl Store {
         }
         let since = super::since(&mut reading, self.kind, Hold::Read).await?;
         let (totals, tiers, days) = hour_figures(&mut reading, since).await?;
-        let reused: HashSet<(String, String)> = self.reused_runners().await?.into_iter().collect();
         let aggregates = FleetAggregates {
             since,
             totals,
@@ -49,19 +101,18 @@ impl Store {
             stale_persistent: stale_persistent(&mut reading, stale_before).await?,
             refusals: self.runner_refusals_since(since).await?,
         };
-        let mut rows = sqlx::query(
-            "SELECT issuer, runner_key, name_key, runner_name, runner_group, runner_environment, tier,
-                    COALESCE(single_use, 0), first_at, latest_at, jobs, repositories, single_use_jobs
-             FROM runner_windows WHERE jobs > 0",
-        )
-        .fetch(&mut *reading);
-        while let Some(row) = rows.try_next().await? {
-            each(runner_seen(&row, &reused)?);
-        }
-        drop(rows);
-        reading.commit().await?;
-        Ok(Some(aggregates))
+        Ok(Some((reading, aggregates)))
     }
+}
+
+/// Identified runners in the window that miss a target the figures count, as the fleet report
+/// judges them one by one (`fleet::RunnerTally`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunnerCounts {
+    /// Self-hosted (as first told), and served more than one repository.
+    pub multi_repository: i64,
+    /// Served more than one job on a single-use tier, or marked reused when it claimed one.
+    pub reused: i64,
 }
 
 /// The totals, tiers and days of the window from `since`: its whole hours from `fleet_hours`, its

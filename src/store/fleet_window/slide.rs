@@ -2,7 +2,7 @@
 //! at a time, each slice a transaction of its own on the writer.
 
 use futures_util::TryStreamExt;
-use sqlx::{AnyConnection, Connection, Row};
+use sqlx::{AnyConnection, Row};
 
 use super::changes::{COUNTED_COLUMNS, Changes, counted_job};
 use super::{FLEET_WINDOW, Hold, since};
@@ -18,7 +18,7 @@ impl Store {
         let to = to.min(crate::clock::now().saturating_sub(FLEET_WINDOW));
         loop {
             let mut writer = self.writer().await?;
-            let mut tx = writer.begin().await?;
+            let mut tx = writer.begin_write().await?;
             let since = slide_slice(&mut tx, self.kind, to).await?;
             tx.commit().await?;
             if since >= to {
