@@ -258,7 +258,7 @@ async fn judged_again_of(
 ) -> Result<Vec<sqlx::any::AnyRow>, Error> {
     let sql = format!(
         "SELECT {COUNTED_COLUMNS}, told_more_from FROM runner_jobs
-         WHERE judged > 1 AND (issuer, job_id) IN (VALUES {})",
+         WHERE judged > 1 AND (issuer, job_id) IN (SELECT column1, column2 FROM (VALUES {}) AS asked)",
         fleet_window::placeholders(kind, rows.len(), 2)
     );
     let mut query = sqlx::query(&sql);

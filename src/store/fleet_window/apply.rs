@@ -118,7 +118,7 @@ async fn count_repositories(
         let values = placeholders(kind, rows.len(), 2);
         if fell {
             let sql = format!(
-                "DELETE FROM runner_window_repositories WHERE jobs <= 0 AND (issuer, runner) IN (VALUES {values})"
+                "DELETE FROM runner_window_repositories WHERE jobs <= 0 AND (issuer, runner) IN (SELECT column1, column2 FROM (VALUES {values}) AS asked)"
             );
             with_runners(&sql, rows).execute(&mut *connection).await?;
         }
@@ -127,7 +127,7 @@ async fn count_repositories(
                  SELECT COUNT(*) FROM runner_window_repositories counted
                  WHERE counted.issuer = runner_windows.issuer AND counted.runner = runner_windows.runner
                    AND counted.jobs > 0)
-             WHERE (issuer, runner) IN (VALUES {values})"
+             WHERE (issuer, runner) IN (SELECT column1, column2 FROM (VALUES {values}) AS asked)"
         );
         with_runners(&sql, rows).execute(&mut *connection).await?;
     }
