@@ -9,7 +9,10 @@ use ci_creds::store::{FleetAggregates, RunnerJob, Store};
 use crate::support::postgres::Postgres;
 use crate::support::store::{Subject, on_every_store, postgres, sqlite};
 
-on_every_store!(the_maintained_window_counts_what_the_jobs_do);
+on_every_store!(
+    the_maintained_window_counts_what_the_jobs_do,
+    replicas_recording_the_same_jobs_at_once_count_each_once
+);
 
 #[tokio::test]
 async fn an_upgrade_counts_the_jobs_already_kept_on_sqlite() {
@@ -233,4 +236,24 @@ async fn the_maintained_window_counts_what_the_jobs_do(subject: Subject) {
     // A start before the maintained window is not served by it.
     let behind = store.fleet_window_aggregates_each(start, stale_before, &mut |_| {}).await.unwrap();
     assert!(behind.is_none(), "the window never moves back");
+}
+
+/// Two replicas record the same jobs at once, in opposite orders, one of them telling more of
+/// some runners: each job is counted once, under the runner it ends up with, and neither waits on
+/// the other for good.
+async fn replicas_recording_the_same_jobs_at_once_count_each_once(subject: Subject) {
+    let (a, b) = (subject.store, Store::connect(&subject.url).await.unwrap());
+    let mut dice = Dice(0xc0ffee);
+    let start = now() - 60 * DAY;
+    let jobs: Vec<RunnerJob> = (0..3_000).map(|n| job(&mut dice, n, start, 20 * DAY)).collect();
+    let mut told: Vec<RunnerJob> = jobs.iter().map(|job| told_more(job.clone(), &mut dice)).collect();
+    told.reverse();
+    let keep = 400 * DAY;
+    let record = |store: Store, jobs: Vec<RunnerJob>| async move {
+        for batch in jobs.chunks(300) {
+            store.record_runner_jobs(batch.to_vec(), keep).await.unwrap();
+        }
+    };
+    tokio::join!(record(a.clone(), jobs), record(b, told));
+    assert_same(&a, start, start + 10 * DAY, "recorded by two replicas").await;
 }
