@@ -3,7 +3,7 @@
 //! `report` computes the figures from the aggregates, pure; `render` writes a table, JSON, or
 //! one self-contained HTML page.
 
-use crate::store::{Error, Store};
+use crate::store::{Error, RunnersAsked, Store};
 
 mod cells;
 mod html;
@@ -25,10 +25,30 @@ use report::{Refusals, Shown, runner_row};
 /// held grows with the runners shown (at most the filter's limit), not with jobs or the fleet.
 pub async fn read(store: &Store, since: i64, now: i64, filter: &RunnerFilter) -> Result<FleetReport, Error> {
     let refusals = Refusals::of(&store.runner_refusals_since(since).await?);
-    let mut tally = RunnerTally::default();
+    let stale_before = now.saturating_sub(STALE_AFTER);
     let mut shown = Shown::new(filter);
+    // With a limit, the store finds the worst from the maintained window: a few rows read.
+    if let Some(limit) = filter.limit {
+        let asked = RunnersAsked {
+            issuer: filter.issuer.clone(),
+            tier: filter.tier.clone(),
+            self_hosted: filter.self_hosted,
+            missing_target: filter.missing_target,
+            limit,
+        };
+        let mut offer = |runner| shown.offer(runner_row(&runner, &refusals, now));
+        if let Some(worst) = store.fleet_window_worst(since, stale_before, &asked, &mut offer).await? {
+            let (runners, _) = shown.finish();
+            let runners_not_shown = usize::try_from(worst.runners).unwrap_or(0).saturating_sub(runners.len());
+            let summary =
+                summarize(&worst.aggregates, &RunnerTally::counted(worst.counts), worst.aggregates.since, now);
+            return Ok(FleetReport { summary, runners, runners_not_shown });
+        }
+        shown = Shown::new(filter);
+    }
+    let mut tally = RunnerTally::default();
     let aggregates = store
-        .fleet_aggregates_each(since, now.saturating_sub(STALE_AFTER), |runner| {
+        .fleet_aggregates_each(since, stale_before, |runner| {
             tally.add(&runner);
             shown.offer(runner_row(&runner, &refusals, now));
         })

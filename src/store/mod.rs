@@ -58,7 +58,7 @@ pub use fleet::{DayJobs, FleetAggregates, JobTotals, RunnerJobsSeen, TierJobs};
 #[cfg(feature = "server")]
 pub use fleet_figures::StoredFigures;
 #[cfg(feature = "server")]
-pub use fleet_window::RunnerCounts;
+pub use fleet_window::{RunnerCounts, RunnersAsked, WorstRunners};
 #[cfg(feature = "server")]
 pub use jobs::{EndOutcome, JobRecord, JobState};
 #[cfg(feature = "server")]

@@ -4,7 +4,7 @@
 
 use ci_creds::clock::now;
 use ci_creds::fleet;
-use ci_creds::store::{FleetAggregates, RunnerJob, Store};
+use ci_creds::store::{FleetAggregates, RunnerJob, RunnerRefusal, Store};
 
 use crate::support::postgres::Postgres;
 use crate::support::store::{Subject, on_every_store, postgres, sqlite};
@@ -143,6 +143,21 @@ async fn assert_same(store: &Store, since: i64, stale_before: i64, when: &str) {
     assert_eq!(counted.figures, judged.figures, "{when}: figures");
     (counted.figures, judged.figures) = (Vec::new(), Vec::new());
     assert_eq!(counted, judged, "{when}: summary");
+    // The worst runners a limit shows, found by the store, are those filtering the whole shows.
+    let whole = fleet::read(store, since, now, &fleet::RunnerFilter::default()).await.unwrap();
+    for filter in [
+        fleet::RunnerFilter { limit: Some(7), ..Default::default() },
+        fleet::RunnerFilter { missing_target: true, limit: Some(30), ..Default::default() },
+        fleet::RunnerFilter { issuer: Some("gitlab".into()), self_hosted: true, limit: Some(12), ..Default::default() },
+        fleet::RunnerFilter { tier: Some("persistent".into()), limit: Some(1_000), ..Default::default() },
+        fleet::RunnerFilter { limit: Some(0), ..Default::default() },
+    ] {
+        let mut expected = whole.clone();
+        expected.filter(&filter);
+        let mut shown = fleet::read(store, since, now, &filter).await.unwrap();
+        shown.summary.generated_at = expected.summary.generated_at;
+        assert_eq!(shown, expected, "{when}: {filter:?}");
+    }
 }
 
 /// A store written by the release before the maintained window: its jobs are counted by the
@@ -198,6 +213,18 @@ async fn the_maintained_window_counts_what_the_jobs_do(subject: Subject) {
     for (runner, job_id) in [("3/runner-3", "claim-1"), ("3/runner-3", "claim-2"), ("5/runner-5", "claim-3")] {
         store.claim_runner("github", runner, job_id, now() + keep).await.unwrap();
     }
+    // Replays and ended jobs asking again make runners suspicious.
+    let refusals: Vec<RunnerRefusal> = ["3/runner-3", "9/runner-9", "16/quiet"]
+        .into_iter()
+        .zip(["replayed", "job_ended", "policy"])
+        .map(|(runner, reason)| RunnerRefusal {
+            issuer: "github".into(),
+            runner_key: Some(runner.into()),
+            reason,
+            seen_at: start + 35 * DAY,
+        })
+        .collect();
+    store.record_runner_refusals(&refusals, keep).await.unwrap();
     let history: Vec<RunnerJob> = (0..6_000).map(|n| job(&mut dice, n, start, span)).collect();
     let (first, second) = history.split_at(3_500);
     store.record_runner_jobs(first.to_vec(), keep).await.unwrap();

@@ -15,6 +15,7 @@ mod changes;
 mod read;
 mod read_again;
 mod slide;
+mod worst;
 
 use sqlx::{AnyConnection, Row};
 
@@ -22,6 +23,7 @@ use super::{Error, StoreKind};
 
 pub(super) use changes::{COUNTED_COLUMNS, Changes, counted_job};
 pub use read::RunnerCounts;
+pub use worst::{RunnersAsked, WorstRunners};
 
 /// The window the maintained rows serve: `runners report`'s default and the `/metrics` figures.
 pub const FLEET_WINDOW: i64 = 30 * 24 * 3600;

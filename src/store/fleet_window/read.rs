@@ -50,6 +50,19 @@ impl Store {
         since: i64,
         stale_before: i64,
     ) -> Result<Option<(FleetAggregates, RunnerCounts)>, Error> {
+        let Some((reading, aggregates, counts)) = self.read_fleet_window_counted(since, stale_before).await? else {
+            return Ok(None);
+        };
+        reading.commit().await?;
+        Ok(Some((aggregates, counts)))
+    }
+
+    /// [`read_fleet_window`](Self::read_fleet_window) with the runners that miss a target counted.
+    pub(super) async fn read_fleet_window_counted(
+        &self,
+        since: i64,
+        stale_before: i64,
+    ) -> Result<Option<(sqlx::Transaction<'static, sqlx::Any>, FleetAggregates, RunnerCounts)>, Error> {
         let Some((mut reading, aggregates)) = self.read_fleet_window(since, stale_before).await? else {
             return Ok(None);
         };
@@ -66,8 +79,7 @@ impl Store {
         .fetch_one(&mut *reading)
         .await?;
         let counts = RunnerCounts { multi_repository: row.try_get(0)?, reused: row.try_get(1)? };
-        reading.commit().await?;
-        Ok(Some((aggregates, counts)))
+        Ok(Some((reading, aggregates, counts)))
     }
 
     /// A read of the maintained window, slid to `since` first, with every figure but the
