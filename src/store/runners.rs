@@ -101,32 +101,10 @@ impl Store {
 
     /// Every job seen since `since` (unix seconds), oldest first.
     pub async fn runner_jobs_since(&self, since: i64) -> Result<Vec<RunnerJob>, Error> {
-        let rows = sqlx::query(
-            "SELECT issuer, job_id, repository, runner_key, runner_name, runner_group, runner_environment,
-                    tier, single_use, roles_granted, refused, seen_at
-             FROM runner_jobs WHERE seen_at >= $1 ORDER BY seen_at, issuer, job_id",
-        )
-        .bind(since)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(RunnerJob {
-                    issuer: row.try_get(0)?,
-                    job_id: row.try_get(1)?,
-                    repository: row.try_get(2)?,
-                    runner_key: row.try_get(3)?,
-                    runner_name: row.try_get(4)?,
-                    runner_group: row.try_get(5)?,
-                    runner_environment: row.try_get(6)?,
-                    tier: row.try_get(7)?,
-                    single_use: row.try_get::<i64, _>(8)? != 0,
-                    roles_granted: row.try_get(9)?,
-                    refused: row.try_get::<i64, _>(10)? != 0,
-                    seen_at: row.try_get(11)?,
-                })
-            })
-            .collect()
+        let sql =
+            format!("SELECT {COUNTED_COLUMNS} FROM runner_jobs WHERE seen_at >= $1 ORDER BY seen_at, issuer, job_id");
+        let rows = sqlx::query(&sql).bind(since).fetch_all(&self.pool).await?;
+        rows.iter().map(counted_job).collect()
     }
 
     /// Every identified runner with its last job, over every kept record, one row each.
@@ -224,7 +202,7 @@ async fn record_runner_job_rows(
     let mut changes = Changes::default();
     for row in &judged_again {
         let job = counted_job(row)?;
-        let told_more_from: Option<String> = row.try_get(11)?;
+        let told_more_from: Option<String> = row.try_get(12)?;
         let in_window = job.seen_at >= since;
         // `rows` is sorted by issuer and job id (`merge_repeats`): the roles granted this time.
         let granted_now = rows

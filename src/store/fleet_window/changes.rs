@@ -10,7 +10,7 @@ use crate::store::{Error, RunnerJob};
 
 /// The columns [`counted_job`] reads, in its order.
 pub(in crate::store) const COUNTED_COLUMNS: &str = "issuer, job_id, repository, runner_key, runner_name, \
-     runner_group, runner_environment, tier, single_use, roles_granted, seen_at";
+     runner_group, runner_environment, tier, single_use, roles_granted, seen_at, refused";
 
 /// A judged job as recorded, from a row whose first columns are [`COUNTED_COLUMNS`].
 pub(in crate::store) fn counted_job(row: &AnyRow) -> Result<RunnerJob, Error> {
@@ -25,8 +25,8 @@ pub(in crate::store) fn counted_job(row: &AnyRow) -> Result<RunnerJob, Error> {
         tier: row.try_get(7)?,
         single_use: row.try_get::<i64, _>(8)? != 0,
         roles_granted: row.try_get(9)?,
-        refused: false,
         seen_at: row.try_get(10)?,
+        refused: row.try_get::<i64, _>(11)? != 0,
     })
 }
 
