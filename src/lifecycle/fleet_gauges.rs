@@ -61,7 +61,7 @@ pub async fn figures(store: &Store, interval: Duration) -> Result<Option<Figures
     if let Some(stored) = stored.as_ref().filter(|stored| fresh(stored, clock::now_ms(), interval_ms)) {
         return Ok(Figures::read(stored));
     }
-    let Some(_computing) = store.try_lock(FIGURES).await? else {
+    let Some(computing) = store.try_lock(FIGURES).await? else {
         return Ok(stored.as_ref().and_then(Figures::read));
     };
     // Another broker may have stored them between the read and the lock.
@@ -76,6 +76,7 @@ pub async fn figures(store: &Store, interval: Duration) -> Result<Option<Figures
     let took_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     let stored = StoredFigures { computed_at_ms, took_ms, figures: figures.to_json() };
     store.put_fleet_figures(FIGURES, &stored).await?;
+    computing.release().await?;
     Ok(Some(figures))
 }
 

@@ -12,6 +12,17 @@ pub struct StoreLock {
     _transaction: Option<Transaction<'static, Any>>,
 }
 
+impl StoreLock {
+    /// Releases the lock now. Dropping it releases it too, but the rollback that does so is sent
+    /// when the connection is next used, so another broker may still find it taken a moment later.
+    pub async fn release(self) -> Result<(), Error> {
+        if let Some(transaction) = self._transaction {
+            transaction.rollback().await?;
+        }
+        Ok(())
+    }
+}
+
 impl Store {
     /// Waits for the lock `name` (at most the statement timeout). SQLite: one broker process
     /// owns the file, so its in-process locks already serialise; nothing to take here.

@@ -26,6 +26,8 @@ mod group_commit;
 #[cfg(feature = "server")]
 mod jobs;
 #[cfg(feature = "server")]
+mod judged_job;
+#[cfg(feature = "server")]
 mod lease;
 #[cfg(feature = "server")]
 mod lease_batch;
@@ -62,13 +64,15 @@ pub use fleet_window::{RunnerCounts, RunnersAsked, WorstRunners};
 #[cfg(feature = "server")]
 pub use jobs::{EndOutcome, JobRecord, JobState};
 #[cfg(feature = "server")]
+pub use judged_job::RunnerJob;
+#[cfg(feature = "server")]
 pub use lease::{JobCiFacts, Lease, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 #[cfg(feature = "server")]
 pub use lock::StoreLock;
 #[cfg(feature = "server")]
 pub use refusals::{RefusalCount, RunnerRefusal};
 #[cfg(feature = "server")]
-pub use runners::{RunnerClaim, RunnerJob, RunnerLastSeen};
+pub use runners::{RunnerClaim, RunnerLastSeen};
 
 #[cfg(feature = "server")]
 use sqlx::AnyPool;

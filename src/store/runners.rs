@@ -7,6 +7,7 @@ use futures_util::TryStreamExt;
 use sqlx::Row;
 
 use super::fleet_window::{self, COUNTED_COLUMNS, Changes, Hold, counted_job};
+use super::judged_job::RunnerJob;
 use super::writer::Writer;
 use super::{Error, Store, StoreKind};
 use crate::clock::now;
@@ -31,24 +32,6 @@ pub struct RunnerLastSeen {
     pub self_hosted: bool,
     /// Unix seconds.
     pub last_seen: i64,
-}
-
-/// One judged job and its runner, for the fleet report.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RunnerJob {
-    pub issuer: String,
-    pub job_id: String,
-    pub repository: String,
-    pub runner_key: Option<String>,
-    pub runner_name: Option<String>,
-    pub runner_group: Option<String>,
-    pub runner_environment: Option<String>,
-    pub tier: Option<String>,
-    pub single_use: bool,
-    pub roles_granted: i64,
-    pub refused: bool,
-    /// Unix seconds.
-    pub seen_at: i64,
 }
 
 impl Store {

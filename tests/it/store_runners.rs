@@ -208,7 +208,8 @@ async fn fleet_figures_are_kept_for_every_broker_and_computed_by_one_at_a_time(s
     assert!(computing.is_some());
     let other = b.try_lock("fleet").await.unwrap();
     assert_eq!(other.is_none(), a.kind() == StoreKind::Postgres, "another broker does not wait for it");
-    drop((computing, other));
+    drop(other);
+    computing.unwrap().release().await.unwrap();
     assert!(b.try_lock("fleet").await.unwrap().is_some(), "free once the first is done");
 }
 

@@ -6,7 +6,8 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::runner_of;
-use crate::store::{Error, RunnerJob};
+use crate::store::Error;
+use crate::store::judged_job::RunnerJob;
 
 /// The columns [`counted_job`] reads, in its order.
 pub(in crate::store) const COUNTED_COLUMNS: &str = "issuer, job_id, repository, runner_key, runner_name, \
