@@ -44,7 +44,6 @@ pub async fn read(store: &Store, since: i64, now: i64, filter: &RunnerFilter) ->
                 summarize(&worst.aggregates, &RunnerTally::counted(worst.counts), worst.aggregates.since, now);
             return Ok(FleetReport { summary, runners, runners_not_shown });
         }
-        shown = Shown::new(filter);
     }
     let mut tally = RunnerTally::default();
     let aggregates = store

@@ -69,7 +69,7 @@ impl Store {
         Ok(if reused == 0 { RunnerClaim::FirstJob } else { RunnerClaim::Reused { first_job_id } })
     }
 
-    /// Records judged jobs, 64 to a transaction, each kept `keep_for` seconds past when it was
+    /// Records judged jobs, 128 to a transaction, each kept `keep_for` seconds past when it was
     /// seen, and counts them in the fleet's window (`fleet_window/`); a job judged again
     /// (another token) keeps its first record, adds the roles granted this time, and fills in
     /// what it tells of its runner that the first did not. The writer is taken again for each

@@ -8,10 +8,8 @@ use sqlx::{AnyConnection, Row};
 
 use super::changes::{Changes, Marks, RunnerChange};
 use super::read_again::read_again;
-use super::{placeholders, rows_per_statement};
+use super::{Query, placeholders, rows_per_statement};
 use crate::store::{Error, StoreKind};
-
-type Query<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
 
 impl Changes {
     /// Writes the changes, the window being `since`.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::runner_of;
+use super::{Query, runner_of};
 use crate::store::Error;
 use crate::store::judged_job::RunnerJob;
 
@@ -103,10 +103,7 @@ impl Marks {
     }
 
     /// Binds the marks to `query`, in the order of [`COLUMNS`](Self::COLUMNS).
-    pub fn bind<'q>(
-        &self,
-        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    pub fn bind<'q>(&self, query: Query<'q>) -> Query<'q> {
         let at = |position: Option<&Position>| position.map(|(at, job)| (*at, job.clone())).unzip();
         let (first_at, first_job) = at(self.first.as_ref());
         let (latest_at, latest_job) = at(self.latest.as_ref().map(|(position, _, _)| position));

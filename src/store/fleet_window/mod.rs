@@ -25,6 +25,9 @@ pub(super) use changes::{COUNTED_COLUMNS, Changes, counted_job};
 pub use read::RunnerCounts;
 pub use worst::{RunnersAsked, WorstRunners};
 
+/// A query on either store, its parameters bound in turn.
+type Query<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
 /// The window the maintained rows serve: `runners report`'s default and the `/metrics` figures.
 pub const FLEET_WINDOW: i64 = 30 * 24 * 3600;
 /// Parameters per statement at most, well under SQLite's limit (32,766) and PostgreSQL's (65,535).

@@ -15,6 +15,16 @@ use crate::store::{DayJobs, Error, FleetAggregates, JobTotals, RunnerJobsSeen, S
 /// moment later) and still answer for it.
 const AHEAD: i64 = 60;
 
+/// A runner's row as `runner_seen` reads it.
+pub(super) const RUNNER_SEEN_COLUMNS: &str = "issuer, runner_key, name_key, runner_name, runner_group, \
+     runner_environment, tier, COALESCE(single_use, 0), first_at, latest_at, jobs, repositories, single_use_jobs";
+
+/// Whether a row of `runner_windows` is a runner the store marked reused when it claimed a
+/// single-use tier's job.
+pub(super) const MARKED_REUSED: &str = "EXISTS (SELECT 1 FROM runners marked
+     WHERE marked.issuer = runner_windows.issuer AND marked.runner_key = runner_windows.runner_key
+       AND marked.reused = 1)";
+
 impl Store {
     /// The aggregates of the jobs seen since `since`, from the maintained window when it serves
     /// that start (slid there first), each runner's row handed to `each`; else `None`.
@@ -28,12 +38,8 @@ impl Store {
             return Ok(None);
         };
         let reused: HashSet<(String, String)> = self.reused_runners().await?.into_iter().collect();
-        let mut rows = sqlx::query(
-            "SELECT issuer, runner_key, name_key, runner_name, runner_group, runner_environment, tier,
-                    COALESCE(single_use, 0), first_at, latest_at, jobs, repositories, single_use_jobs
-             FROM runner_windows WHERE jobs > 0",
-        )
-        .fetch(&mut *reading);
+        let sql = format!("SELECT {RUNNER_SEEN_COLUMNS} FROM runner_windows WHERE jobs > 0");
+        let mut rows = sqlx::query(&sql).fetch(&mut *reading);
         while let Some(row) = rows.try_next().await? {
             each(runner_seen(&row, &reused)?);
         }
@@ -66,18 +72,13 @@ impl Store {
         let Some((mut reading, aggregates)) = self.read_fleet_window(since, stale_before).await? else {
             return Ok(None);
         };
-        let row = sqlx::query(
+        let sql = format!(
             "SELECT CAST(COALESCE(SUM(CASE WHEN runner_environment = 'self-hosted' AND repositories > 1
                                       THEN 1 ELSE 0 END), 0) AS BIGINT),
-                    CAST(COALESCE(SUM(CASE WHEN single_use_jobs > 1 OR EXISTS (
-                             SELECT 1 FROM runners marked
-                             WHERE marked.issuer = runner_windows.issuer AND marked.runner_key = runner_windows.runner_key
-                               AND marked.reused = 1)
-                         THEN 1 ELSE 0 END), 0) AS BIGINT)
-             FROM runner_windows WHERE jobs > 0 AND runner_key IS NOT NULL",
-        )
-        .fetch_one(&mut *reading)
-        .await?;
+                    CAST(COALESCE(SUM(CASE WHEN single_use_jobs > 1 OR {MARKED_REUSED} THEN 1 ELSE 0 END), 0) AS BIGINT)
+             FROM runner_windows WHERE jobs > 0 AND runner_key IS NOT NULL"
+        );
+        let row = sqlx::query(&sql).fetch_one(&mut *reading).await?;
         let counts = RunnerCounts { multi_repository: row.try_get(0)?, reused: row.try_get(1)? };
         Ok(Some((reading, aggregates, counts)))
     }

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use futures_util::TryStreamExt;
 use sqlx::Row;
 
-use super::read::RunnerCounts;
+use super::read::{MARKED_REUSED, RUNNER_SEEN_COLUMNS, RunnerCounts};
 use crate::store::fleet::runner_seen;
 use crate::store::{Error, FleetAggregates, RunnerJobsSeen, Store, StoreKind};
 
@@ -53,15 +53,11 @@ impl Store {
             StoreKind::Postgres => " COLLATE \"C\"",
         };
         let sql = format!(
-            "SELECT issuer, runner_key, name_key, runner_name, runner_group, runner_environment, tier,
-                    COALESCE(single_use, 0), first_at, latest_at, jobs, repositories, single_use_jobs
+            "SELECT {RUNNER_SEEN_COLUMNS}
              FROM (
                  SELECT runner_windows.*,
                         CASE WHEN runner_key IS NULL THEN 0 ELSE
-                            CASE WHEN single_use_jobs > 1 OR EXISTS (
-                                     SELECT 1 FROM runners marked WHERE marked.issuer = runner_windows.issuer
-                                       AND marked.runner_key = runner_windows.runner_key AND marked.reused = 1)
-                                 THEN 1 ELSE 0 END
+                            CASE WHEN single_use_jobs > 1 OR {MARKED_REUSED} THEN 1 ELSE 0 END
                           + CASE WHEN runner_environment = 'self-hosted' AND repositories > 1 THEN 1 ELSE 0 END
                           + CASE WHEN runner_environment = 'self-hosted' AND COALESCE(single_use, 0) = 0
                                       AND latest_at < $1 THEN 1 ELSE 0 END
