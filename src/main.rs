@@ -108,8 +108,8 @@ enum LeasesCommand {
 
 #[derive(Subcommand)]
 enum RunnersCommand {
-    /// Every runner whose jobs the store keeps (`lifecycle.runner_retention`), the worst first
-    /// (most targets missed), then the most recently seen.
+    /// The runners whose jobs the store keeps (`lifecycle.runner_retention`), the worst first
+    /// (most targets missed), then the most recently seen: the worst 500 unless `--all`.
     List {
         #[arg(long, value_name = "PATH")]
         config: PathBuf,
@@ -118,7 +118,8 @@ enum RunnersCommand {
         #[command(flatten)]
         filter: fleet::RunnerFilter,
     },
-    /// The hygiene figures with their targets, then the runners: for jobs seen since `--since`.
+    /// The hygiene figures with their targets, then the worst 500 runners (unless `--all`): for
+    /// jobs seen since `--since`.
     Report {
         #[arg(long, value_name = "PATH")]
         config: PathBuf,
@@ -196,16 +197,13 @@ async fn main() -> Result<()> {
             print!("{}", inspect::leases(&store, state, list.limit, list.format).await?);
         }
         Command::Runners(RunnersCommand::List { config, format, filter }) => {
-            let report = fleet_report(&config, std::time::Duration::MAX, &filter).await?;
+            let report = fleet_report(&config, std::time::Duration::MAX, &filter.bounded()).await?;
             let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
             fleet::write_list(&report, format, &mut stdout)?;
             stdout.flush()?;
         }
-        Command::Runners(RunnersCommand::Report { config, since, format, output, mut filter }) => {
-            if format == fleet::Format::Html {
-                filter.limit = filter.limit.or(Some(fleet::PAGE_RUNNERS));
-            }
-            let report = fleet_report(&config, since, &filter).await?;
+        Command::Runners(RunnersCommand::Report { config, since, format, output, filter }) => {
+            let report = fleet_report(&config, since, &filter.bounded()).await?;
             match output {
                 Some(path) => {
                     let writing = || format!("writing {}", path.display());

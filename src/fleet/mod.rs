@@ -15,8 +15,8 @@ mod tests;
 
 pub use render::{Format, render_list, render_report, write_list, write_report};
 pub use report::{
-    DAY, Figure, FleetReport, PAGE_RUNNERS, RunnerFilter, RunnerRow, RunnerTally, STALE_AFTER, Summary, TierRow, build,
-    summarize,
+    DAY, Figure, FleetReport, RunnerFilter, RunnerRow, RunnerTally, SHOWN_RUNNERS, STALE_AFTER, Summary, TierRow,
+    build, summarize,
 };
 use report::{Refusals, Shown, runner_row};
 

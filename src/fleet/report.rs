@@ -96,8 +96,8 @@ pub struct FleetReport {
     pub runners_not_shown: usize,
 }
 
-/// The runners an HTML page shows when no `--limit` is given: the page stays bounded.
-pub const PAGE_RUNNERS: usize = 500;
+/// The runners a listing shows without `--limit` or `--all`: the worst, however large the fleet.
+pub const SHOWN_RUNNERS: usize = 500;
 
 /// Which runners a listing shows, and how many: the figures stay the whole fleet's.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -114,9 +114,12 @@ pub struct RunnerFilter {
     /// Only runners that miss a target (reused, shared across repositories, stale, suspicious).
     #[arg(long)]
     pub missing_target: bool,
-    /// At most this many runners, the worst first; the rest are counted.
-    #[arg(long)]
+    /// At most this many runners, the worst first; the rest are counted [default: 500].
+    #[arg(long, conflicts_with = "all")]
     pub limit: Option<usize>,
+    /// Every runner the filters keep, however many, instead of the worst 500.
+    #[arg(long)]
+    pub all: bool,
 }
 
 impl FleetReport {
@@ -131,6 +134,14 @@ impl FleetReport {
 }
 
 impl RunnerFilter {
+    /// As the command line means it: without `--limit` or `--all`, the worst `SHOWN_RUNNERS`.
+    pub fn bounded(mut self) -> Self {
+        if !self.all {
+            self.limit = self.limit.or(Some(SHOWN_RUNNERS));
+        }
+        self
+    }
+
     fn keeps(&self, runner: &RunnerRow) -> bool {
         self.issuer.as_ref().is_none_or(|issuer| *issuer == runner.issuer)
             && self.tier.as_ref().is_none_or(|tier| runner.tier.as_ref() == Some(tier))

@@ -248,10 +248,8 @@ async fn filters_and_a_limit_show_the_worst_runners_first_and_count_the_rest() {
     assert!(page.contains("9 more runners not shown."), "the page counts the rest");
 }
 
-/// Filtered as the runners stream in, a limit holds only the worst few at a time, yet shows
-/// and counts exactly what filtering the whole report would.
-#[tokio::test]
-async fn a_filter_applied_while_reading_shows_what_filtering_the_whole_report_does() {
+/// A store with the known history and 3,000 more runners, many of them missing a target.
+async fn many_runners() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::connect(&format!("sqlite://{}", dir.path().join("store.db").display())).await.unwrap();
     let mut jobs = history();
@@ -269,6 +267,14 @@ async fn a_filter_applied_while_reading_shows_what_filtering_the_whole_report_do
         }
     }
     store.record_runner_jobs(jobs, 365 * DAY).await.unwrap();
+    (dir, store)
+}
+
+/// Filtered as the runners stream in, a limit holds only the worst few at a time, yet shows
+/// and counts exactly what filtering the whole report would.
+#[tokio::test]
+async fn a_filter_applied_while_reading_shows_what_filtering_the_whole_report_does() {
+    let (_dir, store) = many_runners().await;
     let whole = read(&store, NOW - 30 * DAY, NOW, &RunnerFilter::default()).await.unwrap();
     for filter in [
         RunnerFilter { limit: Some(5), ..RunnerFilter::default() },
@@ -282,4 +288,42 @@ async fn a_filter_applied_while_reading_shows_what_filtering_the_whole_report_do
         assert_eq!(read, expected, "{filter:?}");
     }
     assert!(whole.runners.len() > 3000 && whole.runners[0].missed.len() == 2, "{:?}", whole.runners[0]);
+}
+
+/// The filter as `runners list` and `runners report` parse it from their arguments.
+fn parsed(args: &[&str]) -> Result<RunnerFilter, clap::Error> {
+    #[derive(clap::Parser)]
+    struct Listing {
+        #[command(flatten)]
+        filter: RunnerFilter,
+    }
+    let args = std::iter::once("runners").chain(args.iter().copied());
+    <Listing as clap::Parser>::try_parse_from(args).map(|listing| listing.filter.bounded())
+}
+
+/// Without `--limit` or `--all`, a listing shows the worst 500 runners and counts the rest: the
+/// table, the JSON and the page stay the same size however large the fleet grows.
+#[tokio::test]
+async fn a_listing_shows_the_worst_500_unless_asked_for_all() {
+    let (_dir, store) = many_runners().await;
+    let since = NOW - 30 * DAY;
+    let whole = read(&store, since, NOW, &parsed(&["--all"]).unwrap()).await.unwrap();
+    assert_eq!(whole.runners_not_shown, 0);
+    let runners = whole.runners.len();
+    assert!(runners > 3000, "{runners}");
+
+    let bounded = read(&store, since, NOW, &parsed(&[]).unwrap()).await.unwrap();
+    assert_eq!((bounded.runners.len(), bounded.runners_not_shown), (SHOWN_RUNNERS, runners - SHOWN_RUNNERS));
+    assert_eq!(bounded.runners[..], whole.runners[..SHOWN_RUNNERS], "the worst first, as in the whole list");
+    assert_eq!(bounded.summary, whole.summary, "the figures stay the whole fleet's");
+    let few = read(&store, since, NOW, &parsed(&["--limit", "20"]).unwrap()).await.unwrap();
+    assert_eq!((few.runners.len(), few.runners_not_shown), (20, runners - 20));
+    assert!(parsed(&["--limit", "20", "--all"]).is_err(), "a limit or all, not both");
+
+    let page = render_report(&bounded, Format::Html);
+    let rows = |page: &str| page.matches("<tr").count();
+    assert!(rows(&page) < SHOWN_RUNNERS + 40, "{} rows", rows(&page));
+    assert!(page.contains(&format!("{} more runners not shown.", runners - SHOWN_RUNNERS)));
+    let every = render_report(&whole, Format::Html);
+    assert!(rows(&every) > runners && page.len() * 5 < every.len(), "{} against {}", page.len(), every.len());
 }
