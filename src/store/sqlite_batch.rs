@@ -46,15 +46,23 @@ const INSERT_LEASE: &str =
     "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at)
  VALUES ($1, $2, $3, $4, $5, NULL, 'pending', $6, $7, $6)";
 
-/// A pending lease becomes active; a lease whose job ended meanwhile keeps its state. The
-/// credential's expiry replaces the lease's if later.
-const ACTIVATE_LEASE: &str = "UPDATE leases SET handle = $1, updated_at = $2,
-     expires_at = CASE WHEN expires_at < $3 THEN $3 ELSE expires_at END,
-     state = CASE WHEN state = 'pending' THEN 'active' ELSE state END
- WHERE id = $4 RETURNING state";
+/// A pending lease becomes active, with its handle; the credential's expiry replaces the lease's
+/// if later. Whether it changed a row says whether the lease was pending: no RETURNING, which
+/// costs SQLite a temporary table per execution.
+const ACTIVATE_PENDING_LEASE: &str = "UPDATE leases SET handle = $1, updated_at = $2,
+     expires_at = CASE WHEN expires_at < $3 THEN $3 ELSE expires_at END, state = 'active'
+ WHERE id = $4 AND state = 'pending'";
+
+/// A lease no longer pending (its job ended while the credential was minted) keeps its state and
+/// gets the handle its revocation needs.
+const RECORD_HANDLE: &str = "UPDATE leases SET handle = $1, updated_at = $2,
+     expires_at = CASE WHEN expires_at < $3 THEN $3 ELSE expires_at END
+ WHERE id = $4";
+
+const LEASE_STATE: &str = "SELECT state FROM leases WHERE id = $1";
 
 /// The statements a batch runs, and one to spare.
-const CACHED_STATEMENTS: usize = 6;
+const CACHED_STATEMENTS: usize = 9;
 
 /// The database file the store migrated, opened for the committing thread, and its checkpoints.
 pub(super) struct SqliteFile {
@@ -206,10 +214,11 @@ fn activate_lease(
     expires_at: i64,
     now: i64,
 ) -> rusqlite::Result<Result<LeaseState, Error>> {
-    let state: Option<String> = tx
-        .prepare_cached(ACTIVATE_LEASE)?
-        .query_row(params![handle, now, expires_at, id], |row| row.get(0))
-        .optional()?;
+    if tx.prepare_cached(ACTIVATE_PENDING_LEASE)?.execute(params![handle, now, expires_at, id])? == 1 {
+        return Ok(Ok(LeaseState::Active));
+    }
+    tx.prepare_cached(RECORD_HANDLE)?.execute(params![handle, now, expires_at, id])?;
+    let state: Option<String> = tx.prepare_cached(LEASE_STATE)?.query_row(params![id], |row| row.get(0)).optional()?;
     Ok(state_after_activation(id, state.as_deref()))
 }
 
@@ -239,7 +248,9 @@ mod tests {
                  CREATE TABLE leases (id PRIMARY KEY, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at);",
             )
             .unwrap();
-        for sql in [SPEND_TOKEN, UNSPEND_TOKEN, SEE_JOB, INSERT_LEASE, ACTIVATE_LEASE] {
+        for sql in
+            [SPEND_TOKEN, UNSPEND_TOKEN, SEE_JOB, INSERT_LEASE, ACTIVATE_PENDING_LEASE, RECORD_HANDLE, LEASE_STATE]
+        {
             let statement = connection.prepare(sql).unwrap();
             for n in 1..=statement.parameter_count() {
                 assert_eq!(statement.parameter_index(&format!("${n}")).unwrap(), Some(n), "{sql}");
