@@ -4,7 +4,10 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use reqwest::StatusCode;
+use reqwest::header::HeaderValue;
 use secrecy::{ExposeSecret, SecretString};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use url::{Host, Url};
 
@@ -81,24 +84,54 @@ impl HttpClient {
         self.read_json(self.inner.get(url).header(header, value), max_bytes).await
     }
 
+    /// POSTs `body` as JSON to `url` (checked by [`check_url_scheme`] when it was made) with
+    /// `header` set to `secret` (marked sensitive), within `timeout`: the answer's status and its
+    /// body of at most `max_bytes`, whatever the status.
+    pub async fn post_json_with_secret_header<B: Serialize + ?Sized>(
+        &self,
+        url: &Url,
+        (header, secret): (&'static str, &HeaderValue),
+        body: &B,
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<(StatusCode, Vec<u8>), String> {
+        let body = serde_json::to_vec(body).map_err(|e| format!("the request does not encode: {e}"))?;
+        let request = self
+            .inner
+            .post(url.clone())
+            .timeout(timeout)
+            .header(header, secret.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        let response = request.send().await.map_err(|e| format!("request failed: {e}"))?;
+        let status = response.status();
+        Ok((status, read_bounded(response, max_bytes).await?))
+    }
+
     async fn read_json<T: DeserializeOwned>(
         &self,
         request: reqwest::RequestBuilder,
         max_bytes: usize,
     ) -> Result<T, String> {
-        let mut response = request.send().await.map_err(|e| format!("request failed: {e}"))?;
+        let response = request.send().await.map_err(|e| format!("request failed: {e}"))?;
         if !response.status().is_success() {
             return Err(format!("answered HTTP {}", response.status().as_u16()));
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| format!("reading the answer failed: {e}"))? {
-            if body.len() + chunk.len() > max_bytes {
-                return Err(format!("the document is larger than {max_bytes} bytes"));
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let body = read_bounded(response, max_bytes).await?;
         serde_json::from_slice(&body).map_err(|e| format!("the document does not parse: {e}"))
     }
+}
+
+/// `response`'s body, refused once it grows past `max_bytes`.
+async fn read_bounded(mut response: reqwest::Response, max_bytes: usize) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| format!("reading the answer failed: {e}"))? {
+        if body.len() + chunk.len() > max_bytes {
+            return Err(format!("the document is larger than {max_bytes} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// Characters a path segment carries as they are: RFC 3986's unreserved set (§2.3), which

@@ -1,10 +1,12 @@
 //! Vault/OpenBao: a token per job with exactly the role's policies, its TTL and metadata naming
 //! the job; revoked by accessor.
 
-use std::collections::HashMap;
+use std::time::Duration;
 
+use reqwest::header::HeaderValue;
 use secrecy::{ExposeSecret, SecretString};
-use vaultrs::api::token::requests::CreateTokenRequestBuilder;
+use serde::{Deserialize, Serialize};
+use url::Url;
 use vaultrs::client::{VaultClient, VaultClientSettingsBuilder};
 use vaultrs::error::ClientError;
 
@@ -19,7 +21,57 @@ pub struct VaultBackend {
     address: String,
     client: VaultClient,
     http: HttpClient,
+    /// The token create, called directly: the exchange's one Vault call, where vaultrs's
+    /// request building (URL parsed, headers and middleware per call) cost about a hundred
+    /// allocations an exchange.
+    token_create: Url,
+    /// The broker's own token, as the header Vault reads it from (sensitive: never printed).
+    token_header: HeaderValue,
+    timeout: Duration,
 }
+
+/// `auth/token/create`'s body: exactly the role's policies, its TTL, metadata naming the job.
+#[derive(Serialize)]
+struct TokenCreate<'a> {
+    policies: &'a [String],
+    meta: TokenMeta<'a>,
+    no_default_policy: bool,
+    ttl: &'a str,
+    explicit_max_ttl: &'a str,
+    renewable: bool,
+    display_name: &'a str,
+}
+
+#[derive(Serialize)]
+struct TokenMeta<'a> {
+    issuer: &'a str,
+    job_id: &'a str,
+    repository: &'a str,
+    role: &'a str,
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    git_ref: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct TokenCreated {
+    auth: CreatedAuth,
+}
+
+#[derive(Deserialize)]
+struct CreatedAuth {
+    client_token: String,
+    accessor: String,
+}
+
+/// Vault's refusal: `{"errors": [...]}`.
+#[derive(Deserialize, Default)]
+struct Refusal {
+    #[serde(default)]
+    errors: Vec<String>,
+}
+
+/// Larger than any token create's answer.
+const MAX_TOKEN_BYTES: usize = 64 * 1024;
 
 impl VaultBackend {
     /// A backend acting with the broker's own Vault `token`.
@@ -31,7 +83,45 @@ impl VaultBackend {
             .build()
             .map_err(|e| Error::Refused { backend: NAME, code: "config".into(), reason: e.to_string() })?;
         let client = VaultClient::new(settings).map_err(classify)?;
-        Ok(Self { address: config.address.trim_end_matches('/').to_owned(), client, http })
+        let address = config.address.trim_end_matches('/').to_owned();
+        let config_error = |reason: String| Error::Refused { backend: NAME, code: "config".into(), reason };
+        let token_create = crate::net::check_url_scheme(&format!("{address}/v1/auth/token/create"))
+            .map_err(|reason| config_error(format!("vault.address: {reason}")))?;
+        let mut token_header = HeaderValue::from_str(token.expose_secret())
+            .map_err(|_| config_error("the Vault token is not a valid header value".into()))?;
+        token_header.set_sensitive(true);
+        let timeout = Duration::from_secs(config.timeout_seconds);
+        Ok(Self { address, client, http, token_create, token_header, timeout })
+    }
+
+    /// Creates the job's token: its secret and its accessor.
+    async fn create_token(&self, body: &TokenCreate<'_>) -> Result<CreatedAuth, Error> {
+        let (status, answer) = self
+            .http
+            .post_json_with_secret_header(
+                &self.token_create,
+                ("X-Vault-Token", &self.token_header),
+                body,
+                self.timeout,
+                MAX_TOKEN_BYTES,
+            )
+            .await
+            .map_err(|_| Error::Unavailable { backend: NAME, reason: "cannot reach Vault".into() })?;
+        if status.is_success() {
+            let created: TokenCreated = serde_json::from_slice(&answer).map_err(|e| Error::Unavailable {
+                backend: NAME,
+                reason: format!("the token create's answer does not parse: {e}"),
+            })?;
+            return Ok(created.auth);
+        }
+        // Only the status and Vault's error strings are kept: they carry no token.
+        let errors = serde_json::from_slice::<Refusal>(&answer).unwrap_or_default().errors.join("; ");
+        let code = status.as_u16();
+        Err(if status.is_client_error() {
+            Error::Refused { backend: NAME, code: format!("HTTP {code}"), reason: errors }
+        } else {
+            Error::Unavailable { backend: NAME, reason: format!("HTTP {code}: {errors}") }
+        })
     }
 }
 
@@ -62,26 +152,25 @@ impl Backend for VaultBackend {
 
     async fn mint(&self, request: MintRequest<'_, VaultScope>) -> Result<Minted, Error> {
         let job = request.job;
-        let mut meta = HashMap::from([
-            ("issuer".to_owned(), job.issuer.clone()),
-            ("job_id".to_owned(), job.job_id.clone()),
-            ("repository".to_owned(), job.repository.clone()),
-            ("role".to_owned(), request.role.to_owned()),
-        ]);
-        if let Some(git_ref) = &job.git_ref {
-            meta.insert("ref".to_owned(), git_ref.clone());
-        }
         let ttl = format!("{}s", request.ttl.as_secs());
-        let mut options = CreateTokenRequestBuilder::default();
-        options
-            .policies(request.scope.policies.clone())
-            .no_default_policy(true)
-            .ttl(ttl.clone())
-            .explicit_max_ttl(ttl)
-            .renewable(false)
-            .display_name(format!("ci-creds-{}", request.role))
-            .meta(meta);
-        let auth = vaultrs::token::new(&self.client, Some(&mut options)).await.map_err(classify)?;
+        let display_name = format!("ci-creds-{}", request.role);
+        let auth = self
+            .create_token(&TokenCreate {
+                policies: &request.scope.policies,
+                meta: TokenMeta {
+                    issuer: &job.issuer,
+                    job_id: &job.job_id,
+                    repository: &job.repository,
+                    role: request.role,
+                    git_ref: job.git_ref.as_deref(),
+                },
+                no_default_policy: true,
+                ttl: &ttl,
+                explicit_max_ttl: &ttl,
+                renewable: false,
+                display_name: &display_name,
+            })
+            .await?;
         let token = SecretString::from(auth.client_token);
         let handle = RevokeHandle::Vault { accessor: auth.accessor.clone() };
         let secret = match &request.scope.secret_path {

@@ -72,6 +72,22 @@ async fn answers_503_and_leaves_no_active_lease_when_vault_is_down() {
     assert_eq!(ready.status().as_u16(), 503, "not ready without Vault");
 }
 
+/// Vault refusing the token create (here: the broker's own token revoked) is Vault's answer,
+/// not an outage: 502 with Vault's status, and nothing left active.
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_502_with_vaults_reason_when_vault_refuses_the_token() {
+    let stack = Stack::start().await;
+    let (status, _) = stack.bao.root(reqwest::Method::POST, "auth/token/revoke-self", None).await;
+    assert_eq!(status, 204);
+    let token = github_token(&stack.github, |_| {});
+    let (status, body) = stack.broker.exchange(&token, &json!({"roles": ["deploy-prod"]})).await;
+    assert_eq!((status, body["error"].as_str()), (502, Some("backend_refused")), "{body}");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(message.ends_with("HTTP 403"), "{body}");
+    let leases = stack.leases("github", "289782451").await;
+    assert!(!leases.is_empty() && leases.iter().all(|l| l.state == LeaseState::Failed), "{leases:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn never_logs_a_secret() {
     let stack = Stack::start().await;
