@@ -9,9 +9,17 @@
 # table and writes it to OUT/summary.txt (default benches/load/out).
 #
 #   benches/load/run.sh [--duration 20s] [--concurrency 32] [--threads 2] [--warmup 3s]
-#                       [--tokens N] [--layout shared|split] [--out DIR]
+#                       [--tokens N] [--layout shared|split] [--rounds N] [--vs BIN]
+#                       [--counts] [--out DIR]
 #
 # CI_CREDS_BIN=PATH: measure that binary instead of building this checkout.
+# --rounds N: run every target N times, one after another in each round; the summary gives
+#   medians (default 1).
+# --vs BIN: also measure the broker built as BIN (say, the parent commit) in each round, right
+#   after this one, as `broker-vs`: the summary gives the ratio of the two.
+# --counts: then one more broker run with `perf stat` attached, printing per exchange its context
+#   switches, syscalls (by kind), SQLite statement steps and mallocs (uprobes: slower, so not
+#   timed), for each broker build measured.
 # --tokens: job tokens to sign for the measured runs (default: the ceiling's rate x duration + 25 %).
 # --layout: `shared` (default): every process on every core. `split`: OpenBao alone on the last
 #   core, everything else (broker, wrk, issuer) on the others, as when Vault runs on its own host
@@ -26,6 +34,9 @@ THREADS=
 WARMUP=3s
 TOKENS=auto
 LAYOUT=shared
+ROUNDS=1
+VS_BIN=
+COUNTS=
 OUT=$HERE/out
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -35,8 +46,11 @@ while [ $# -gt 0 ]; do
     --warmup) WARMUP=$2 ;;
     --tokens) TOKENS=$2 ;;
     --layout) LAYOUT=$2 ;;
+    --rounds) ROUNDS=$2 ;;
+    --vs) VS_BIN=$2 ;;
+    --counts) COUNTS=1; shift; continue ;;
     --out) OUT=$2 ;;
-    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
   shift 2
@@ -106,6 +120,15 @@ else
   cargo build --release --locked --quiet
   cp "${CARGO_TARGET_DIR:-target}/release/ci-creds" "$BIN"
 fi
+if [ -n "$VS_BIN" ]; then
+  cp "$VS_BIN" "$WORK/ci-creds-vs"
+  VS_NAME=$VS_BIN VS_BIN=$WORK/ci-creds-vs
+fi
+if [ -n "$COUNTS" ] && ! command -v perf >/dev/null 2>&1; then
+  echo "installing perf (linux-perf) from Debian's packages, for --counts"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >/dev/null
+fi
 if ! "$BIN" dev token --help | grep -q -- --count; then
   echo "the built ci-creds has no \`dev token --count\`: another checkout sharing CARGO_TARGET_DIR" \
     "built last and cargo took it as fresh; touch src/main.rs and run again" >&2
@@ -166,11 +189,11 @@ fresh_bao() { # NAME: its log's name
   render "$HERE/jwt-role-bare.json" | bao write "auth/jwt/role/$ROLE_BARE" - >/dev/null
 }
 
-start_broker() {
+start_broker() { # [BIN]: this build (default $BIN), on a fresh store
   stop "$BROKER_PID"
   rm -rf "$WORK/broker" && mkdir -p "$WORK/broker/store"
   render "$HERE/broker.toml" >"$WORK/broker/config.toml"
-  BENCH_VAULT_TOKEN=$ROOT_TOKEN RUST_LOG=warn "${ON_OTHER_CPUS[@]}" "$BIN" serve --config "$WORK/broker/config.toml" \
+  BENCH_VAULT_TOKEN=$ROOT_TOKEN RUST_LOG=warn "${ON_OTHER_CPUS[@]}" "${1:-$BIN}" serve --config "$WORK/broker/config.toml" \
     2>>"$LOGS/broker.log" &
   BROKER_PID=$!
   wait_for "the broker" "$BROKER_URL/readyz"
@@ -264,10 +287,10 @@ measure() {
 }
 
 # The raw token create first: the broker makes one per exchange, so its rate bounds the broker's
-# and sizes the token sets.
+# and sizes the token sets (each broker run has a fresh store, so the sets serve every round).
 fresh_bao token-create
-measure openbao-token-create "$BAO_ADDR" create "$HERE/token-create.json" "$HERE/token-create.json" "$ROOT_TOKEN"
-CEILING=$(result openbao-token-create ok_rps)
+measure openbao-token-create.r1 "$BAO_ADDR" create "$HERE/token-create.json" "$HERE/token-create.json" "$ROOT_TOKEN"
+CEILING=$(result openbao-token-create.r1 ok_rps)
 if [ "$TOKENS" = auto ]; then
   TOKENS=$(calc "$CEILING * $DURATION_S * 1.25 + 200" | cut -d. -f1)
 fi
@@ -278,31 +301,75 @@ tokens "$WORK/warmup.tokens" "$WARMUP_TOKENS" warmup
 tokens "$WORK/bench.tokens" "$TOKENS" bench
 echo "  $((SECONDS - started)) s"
 
-fresh_bao broker
-start_broker
-: >"$WORK/rss"
-(while [ -r "/proc/$BROKER_PID/status" ]; do
-  awk '/^VmRSS/ { print $2 }' "/proc/$BROKER_PID/status" >>"$WORK/rss" 2>/dev/null || break
-  sleep 0.5
-done) &
-SAMPLER_PID=$!
-measure broker "$BROKER_URL" broker "$WORK/warmup.tokens" "$WORK/bench.tokens" "$ROLE"
-PEAK_RSS_KB=$(awk '/^VmHWM/ { print $2 }' "/proc/$BROKER_PID/status")
-stop "$SAMPLER_PID" "$BROKER_PID"
-SAMPLER_PID='' BROKER_PID=''
-END_RSS_KB=$(tail -n 1 "$WORK/rss")
+measure_broker() { # NAME [BIN]: the broker's exchange on a fresh OpenBao and store, with its RSS
+  fresh_bao "$1"
+  start_broker "${2:-}"
+  : >"$WORK/rss"
+  (while [ -r "/proc/$BROKER_PID/status" ]; do
+    awk '/^VmRSS/ { print $2 }' "/proc/$BROKER_PID/status" >>"$WORK/rss" 2>/dev/null || break
+    sleep 0.5
+  done) &
+  SAMPLER_PID=$!
+  measure "$1" "$BROKER_URL" broker "$WORK/warmup.tokens" "$WORK/bench.tokens" "$ROLE"
+  echo "RSS peak_kb=$(awk '/^VmHWM/ { print $2 }' "/proc/$BROKER_PID/status")" >>"$OUT/$1.txt"
+  stop "$SAMPLER_PID" "$BROKER_PID"
+  SAMPLER_PID='' BROKER_PID=''
+  echo "RSS end_kb=$(tail -n 1 "$WORK/rss")" >>"$OUT/$1.txt"
+}
 
-# OpenBao's own JWT login, with claim_mappings then bare, each on a fresh OpenBao: it has no
-# replay check, so it may reuse the broker's tokens.
-fresh_bao jwt-login
-measure openbao-jwt-login "$BAO_ADDR" jwt "$WORK/warmup.tokens" "$WORK/bench.tokens" "$ROLE"
-fresh_bao jwt-login-bare
-measure openbao-jwt-login-bare "$BAO_ADDR" jwt "$WORK/warmup.tokens" "$WORK/bench.tokens" "$ROLE_BARE"
+# Each round runs every target in turn; OpenBao's own JWT login (with claim_mappings, then bare)
+# has no replay check, so it may reuse the broker's tokens.
+for round in $(seq "$ROUNDS"); do
+  echo "== round $round of $ROUNDS"
+  if [ "$round" -gt 1 ]; then
+    fresh_bao token-create
+    measure "openbao-token-create.r$round" "$BAO_ADDR" create "$HERE/token-create.json" "$HERE/token-create.json" "$ROOT_TOKEN"
+  fi
+  measure_broker "broker.r$round"
+  [ -z "$VS_BIN" ] || measure_broker "broker-vs.r$round" "$VS_BIN"
+  fresh_bao jwt-login
+  measure "openbao-jwt-login.r$round" "$BAO_ADDR" jwt "$WORK/warmup.tokens" "$WORK/bench.tokens" "$ROLE"
+  fresh_bao jwt-login-bare
+  measure "openbao-jwt-login-bare.r$round" "$BAO_ADDR" jwt "$WORK/warmup.tokens" "$WORK/bench.tokens" "$ROLE_BARE"
+done
 stop "$BAO_PID"
 BAO_PID=''
 
+# --- counts: what one exchange costs in context switches, syscalls, statements, allocations ---
+# perf counts the broker's threads over the measured run; uprobes on SQLite's sqlite3_step (in
+# the binary) and libc's malloc trap on every call, so this run is slower and is not timed.
+SYSCALLS="futex epoll_wait write writev sendto recvfrom read pwrite64 pread64 fdatasync fsync"
+count_broker() { # NAME BIN
+  local probe=ci_creds_${1//-/_} events=context-switches,cpu-migrations,raw_syscalls:sys_enter
+  perf probe -q -d "$probe:*" 2>/dev/null || true
+  perf probe -q -x "$2" --add "$probe:sqlite3_step=sqlite3_step" && events=$events,$probe:sqlite3_step
+  perf probe -q -x "$(ldd "$2" | awk '/libc.so/ { print $3 }')" --add "$probe:malloc=malloc" \
+    && events=$events,$probe:malloc
+  for call in $SYSCALLS; do events=$events,syscalls:sys_enter_$call; done
+  fresh_bao "$1"
+  start_broker "$2"
+  load "$1-warmup" "$BROKER_URL" broker "$WORK/warmup.tokens" "$ROLE" "$WARMUP" >/dev/null
+  perf stat -x, -e "$events" -p "$BROKER_PID" -o "$OUT/$1.perf" &
+  local perf_pid=$!
+  sleep 0.5
+  load "$1" "$BROKER_URL" broker "$WORK/bench.tokens" "$ROLE" "$DURATION" >/dev/null
+  kill -INT "$perf_pid" && wait "$perf_pid" 2>/dev/null || true
+  stop "$BROKER_PID"
+  BROKER_PID=''
+  perf probe -q -d "$probe:*" 2>/dev/null || true
+  python3 "$HERE/counts.py" "$OUT/$1.perf" "$(result "$1" requests)" "$1" | tee -a "$OUT/counts.txt"
+}
+if [ -n "$COUNTS" ]; then
+  : >"$OUT/counts.txt"
+  count_broker broker-counts "$BIN"
+  [ -z "$VS_BIN" ] || count_broker broker-vs-counts "$VS_BIN"
+  stop "$BAO_PID"
+  BAO_PID=''
+fi
+
 # --- summary ---------------------------------------------------------------------------------
 HEADER="ci-creds load benchmark: $DURATION per target after a $WARMUP warm-up, concurrency $CONCURRENCY\
- ($THREADS wrk threads), $LAYOUT_NOTE; ${CI_CREDS_BIN:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}; $(bao version | cut -d' ' -f1-2)"
-python3 "$HERE/summary.py" "$OUT" "$PEAK_RSS_KB" "$END_RSS_KB" "$HEADER" | tee "$OUT/summary.txt"
+ ($THREADS wrk threads), $LAYOUT_NOTE; $ROUNDS round(s); broker ${CI_CREDS_BIN:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}${VS_BIN:+, broker-vs ${VS_NAME:-the --vs build}}; $(bao version | cut -d' ' -f1-2)"
+python3 "$HERE/summary.py" "$OUT" "$ROUNDS" "$HEADER" | tee "$OUT/summary.txt"
+[ -z "$COUNTS" ] || cat "$OUT/counts.txt" | tee -a "$OUT/summary.txt"
 echo "(written to $OUT/summary.txt; wrk output and logs in $OUT)"
