@@ -20,6 +20,9 @@
 # --counts: then one more broker run with `perf stat` attached, printing per exchange its context
 #   switches, syscalls (by kind), SQLite statement steps and mallocs (uprobes: slower, so not
 #   timed), for each broker build measured.
+# --stages: then one more broker run under `perf record --call-graph dwarf`, printing the CPU
+#   per exchange of each stage (verify, decide, store, mint, audit, HTTP...): the median CPU per
+#   exchange of the timed rounds, shared out as the samples are (stages.py).
 # --tokens: job tokens to sign for the measured runs (default: the ceiling's rate x duration + 25 %).
 # --layout: `shared` (default): every process on every core. `split`: OpenBao alone on the last
 #   core, everything else (broker, wrk, issuer) on the others, as when Vault runs on its own host
@@ -37,6 +40,7 @@ LAYOUT=shared
 ROUNDS=1
 VS_BIN=
 COUNTS=
+STAGES=
 OUT=$HERE/out
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -49,8 +53,9 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS=$2 ;;
     --vs) VS_BIN=$2 ;;
     --counts) COUNTS=1; shift; continue ;;
+    --stages) STAGES=1; shift; continue ;;
     --out) OUT=$2 ;;
-    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
   shift 2
@@ -124,7 +129,7 @@ if [ -n "$VS_BIN" ]; then
   cp "$VS_BIN" "$WORK/ci-creds-vs"
   VS_NAME=$VS_BIN VS_BIN=$WORK/ci-creds-vs
 fi
-if [ -n "$COUNTS" ] && ! command -v perf >/dev/null 2>&1; then
+if [ -n "$COUNTS$STAGES" ] && ! command -v perf >/dev/null 2>&1; then
   echo "installing perf (linux-perf) from Debian's packages, for --counts"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >/dev/null
@@ -325,8 +330,14 @@ for round in $(seq "$ROUNDS"); do
     fresh_bao token-create
     measure "openbao-token-create.r$round" "$BAO_ADDR" create "$HERE/token-create.json" "$HERE/token-create.json" "$ROOT_TOKEN"
   fi
-  measure_broker "broker.r$round"
-  [ -z "$VS_BIN" ] || measure_broker "broker-vs.r$round" "$VS_BIN"
+  # The two builds take turns going first, so that neither always follows the same target.
+  if [ -n "$VS_BIN" ] && [ $((round % 2)) = 0 ]; then
+    measure_broker "broker-vs.r$round" "$VS_BIN"
+    measure_broker "broker.r$round"
+  else
+    measure_broker "broker.r$round"
+    [ -z "$VS_BIN" ] || measure_broker "broker-vs.r$round" "$VS_BIN"
+  fi
   fresh_bao jwt-login
   measure "openbao-jwt-login.r$round" "$BAO_ADDR" jwt "$WORK/warmup.tokens" "$WORK/bench.tokens" "$ROLE"
   fresh_bao jwt-login-bare
@@ -359,6 +370,33 @@ count_broker() { # NAME BIN
   perf probe -q -d "$probe:*" 2>/dev/null || true
   python3 "$HERE/counts.py" "$OUT/$1.perf" "$(result "$1" requests)" "$1" | tee -a "$OUT/counts.txt"
 }
+# --- stages: where the broker's CPU goes, sampled with call graphs (perf's unwinding slows the
+# broker, so only the shares are kept, applied to the CPU per exchange of the timed rounds).
+stage_broker() { # NAME BIN TIMED_TARGET
+  fresh_bao "$1"
+  start_broker "$2"
+  load "$1-warmup" "$BROKER_URL" broker "$WORK/warmup.tokens" "$ROLE" "$WARMUP" >/dev/null
+  perf record -q -F 499 --call-graph dwarf,16384 -p "$BROKER_PID" -o "$WORK/$1.perf" -- sleep 3 &
+  local perf_pid=$!
+  load "$1" "$BROKER_URL" broker "$WORK/bench.tokens" "$ROLE" 5s >/dev/null
+  wait "$perf_pid" 2>/dev/null || true
+  local cpu_ms
+  cpu_ms=$(python3 -c 'import statistics, sys
+rows = [dict(f.split("=", 1) for l in open(p) if l.startswith(("CPU ", "RESULT ")) for f in l.split()[1:]) for p in sys.argv[1:]]
+print(statistics.median(1000 * float(r["broker_s"]) / int(r["requests"]) for r in rows))' \
+    $(ls "$OUT/$3".r*.txt | grep -E "\.r[0-9]+\.txt$"))
+  perf script -i "$WORK/$1.perf" 2>/dev/null | python3 "$HERE/stages.py" "$cpu_ms" | sed "1s/^/$3: /" | tee -a "$OUT/stages.txt"
+  stop "$BROKER_PID"
+  BROKER_PID=''
+}
+if [ -n "$STAGES" ]; then
+  : >"$OUT/stages.txt"
+  stage_broker broker-stages "$BIN" broker
+  [ -z "$VS_BIN" ] || stage_broker broker-vs-stages "$VS_BIN" broker-vs
+  stop "$BAO_PID"
+  BAO_PID=''
+fi
+
 if [ -n "$COUNTS" ]; then
   : >"$OUT/counts.txt"
   count_broker broker-counts "$BIN"
@@ -371,5 +409,6 @@ fi
 HEADER="ci-creds load benchmark: $DURATION per target after a $WARMUP warm-up, concurrency $CONCURRENCY\
  ($THREADS wrk threads), $LAYOUT_NOTE; $ROUNDS round(s); broker ${CI_CREDS_BIN:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}${VS_BIN:+, broker-vs ${VS_NAME:-the --vs build}}; $(bao version | cut -d' ' -f1-2)"
 python3 "$HERE/summary.py" "$OUT" "$ROUNDS" "$HEADER" | tee "$OUT/summary.txt"
-[ -z "$COUNTS" ] || cat "$OUT/counts.txt" | tee -a "$OUT/summary.txt"
+[ -z "$COUNTS" ] || tee -a "$OUT/summary.txt" <"$OUT/counts.txt"
+[ -z "$STAGES" ] || tee -a "$OUT/summary.txt" <"$OUT/stages.txt"
 echo "(written to $OUT/summary.txt; wrk output and logs in $OUT)"
