@@ -114,14 +114,8 @@ impl VaultBackend {
             })?;
             return Ok(created.auth);
         }
-        // Only the status and Vault's error strings are kept: they carry no token.
-        let errors = serde_json::from_slice::<Refusal>(&answer).unwrap_or_default().errors.join("; ");
-        let code = status.as_u16();
-        Err(if status.is_client_error() {
-            Error::Refused { backend: NAME, code: format!("HTTP {code}"), reason: errors }
-        } else {
-            Error::Unavailable { backend: NAME, reason: format!("HTTP {code}: {errors}") }
-        })
+        let errors = serde_json::from_slice::<Refusal>(&answer).unwrap_or_default().errors;
+        Err(answered(status.as_u16(), &errors))
     }
 }
 
@@ -220,15 +214,20 @@ impl Backend for VaultBackend {
 /// Only status codes and Vault's error strings are kept: they carry no token.
 fn classify(error: ClientError) -> Error {
     match error {
-        ClientError::APIError { code, errors } if (400..500).contains(&code) => {
-            Error::Refused { backend: NAME, code: format!("HTTP {code}"), reason: errors.join("; ") }
-        }
-        ClientError::APIError { code, errors } => {
-            Error::Unavailable { backend: NAME, reason: format!("HTTP {code}: {}", errors.join("; ")) }
-        }
+        ClientError::APIError { code, errors } => answered(code, &errors),
         ClientError::RestClientError { .. } => {
             Error::Unavailable { backend: NAME, reason: "cannot reach Vault".into() }
         }
         other => Error::Unavailable { backend: NAME, reason: other.to_string() },
+    }
+}
+
+/// Vault's answer of HTTP `code` with its `errors`: a refusal (4xx) or an outage. Only the
+/// status and Vault's error strings are kept: they carry no token.
+fn answered(code: u16, errors: &[String]) -> Error {
+    if (400..500).contains(&code) {
+        Error::Refused { backend: NAME, code: format!("HTTP {code}"), reason: errors.join("; ") }
+    } else {
+        Error::Unavailable { backend: NAME, reason: format!("HTTP {code}: {}", errors.join("; ")) }
     }
 }

@@ -75,7 +75,7 @@ async fn answers_503_and_leaves_no_active_lease_when_vault_is_down() {
 /// Vault refusing the token create (here: the broker's own token revoked) is Vault's answer,
 /// not an outage: 502 with Vault's status, and nothing left active.
 #[tokio::test(flavor = "multi_thread")]
-async fn answers_502_with_vaults_reason_when_vault_refuses_the_token() {
+async fn answers_502_with_vaults_status_when_vault_refuses_the_token() {
     let stack = Stack::start().await;
     let (status, _) = stack.bao.root(reqwest::Method::POST, "auth/token/revoke-self", None).await;
     assert_eq!(status, 204);
