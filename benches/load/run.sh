@@ -22,7 +22,8 @@
 #   timed), for each broker build measured.
 # --stages: then one more broker run under `perf record --call-graph dwarf`, printing the CPU
 #   per exchange of each stage (verify, decide, store, mint, audit, HTTP...): the median CPU per
-#   exchange of the timed rounds, shared out as the samples are (stages.py).
+#   exchange of the timed rounds, shared out as the samples are (stages.py). The samples stay in
+#   OUT/broker-stages.data (and broker-vs-stages.data) for `perf report -i`.
 # --tokens: job tokens to sign for the measured runs (default: the ceiling's rate x duration + 25 %).
 # --layout: `shared` (default): every process on every core. `split`: OpenBao alone on the last
 #   core, everything else (broker, wrk, issuer) on the others, as when Vault runs on its own host
@@ -55,7 +56,7 @@ while [ $# -gt 0 ]; do
     --counts) COUNTS=1; shift; continue ;;
     --stages) STAGES=1; shift; continue ;;
     --out) OUT=$2 ;;
-    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
   shift 2
@@ -376,7 +377,7 @@ stage_broker() { # NAME BIN TIMED_TARGET
   fresh_bao "$1"
   start_broker "$2"
   load "$1-warmup" "$BROKER_URL" broker "$WORK/warmup.tokens" "$ROLE" "$WARMUP" >/dev/null
-  perf record -q -F 499 --call-graph dwarf,16384 -p "$BROKER_PID" -o "$WORK/$1.perf" -- sleep 3 &
+  perf record -q -F 499 --call-graph dwarf,16384 -p "$BROKER_PID" -o "$OUT/$1.data" -- sleep 3 &
   local perf_pid=$!
   load "$1" "$BROKER_URL" broker "$WORK/bench.tokens" "$ROLE" 5s >/dev/null
   wait "$perf_pid" 2>/dev/null || true
@@ -385,7 +386,7 @@ stage_broker() { # NAME BIN TIMED_TARGET
 rows = [dict(f.split("=", 1) for l in open(p) if l.startswith(("CPU ", "RESULT ")) for f in l.split()[1:]) for p in sys.argv[1:]]
 print(statistics.median(1000 * float(r["broker_s"]) / int(r["requests"]) for r in rows))' \
     $(ls "$OUT/$3".r*.txt | grep -E "\.r[0-9]+\.txt$"))
-  perf script -i "$WORK/$1.perf" 2>/dev/null | python3 "$HERE/stages.py" "$cpu_ms" | sed "1s/^/$3: /" | tee -a "$OUT/stages.txt"
+  perf script -i "$OUT/$1.data" 2>/dev/null | python3 "$HERE/stages.py" "$cpu_ms" | sed "1s/^/$3: /" | tee -a "$OUT/stages.txt"
   stop "$BROKER_PID"
   BROKER_PID=''
 }
