@@ -7,12 +7,12 @@
 //! allow-list (`other` otherwise). No job id, token or secret is ever a label.
 
 use std::collections::HashSet;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use metrics::{SharedString, counter, gauge, histogram};
 #[cfg(feature = "server")]
 use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
-use metrics::{counter, gauge, histogram};
 #[cfg(feature = "server")]
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use serde::Deserialize;
@@ -42,7 +42,8 @@ pub enum Error {
 struct Installed {
     #[cfg(feature = "server")]
     handle: PrometheusHandle,
-    repositories: HashSet<String>,
+    /// Shared, so that a label is a reference count, not a copy.
+    repositories: HashSet<Arc<str>>,
 }
 
 static INSTALLED: OnceLock<Installed> = OnceLock::new();
@@ -60,7 +61,7 @@ pub fn install(config: &MetricsConfig) -> Result<(), Error> {
         .build_recorder();
     let handle = recorder.handle();
     metrics::set_global_recorder(recorder).map_err(|e| Error::Install(e.to_string()))?;
-    let repositories = config.repositories.iter().cloned().collect();
+    let repositories = config.repositories.iter().map(|repository| Arc::from(repository.as_str())).collect();
     INSTALLED.set(Installed { handle, repositories }).map_err(|_| Error::Install("installed twice".into()))?;
     describe();
     Ok(())
@@ -171,11 +172,14 @@ fn describe() {
 }
 
 /// The repository as a label value.
-fn repository_label(repository: Option<&str>) -> String {
+fn repository_label(repository: Option<&str>) -> SharedString {
     match (repository, INSTALLED.get()) {
-        (None, _) => "unknown".into(),
-        (Some(repository), Some(installed)) if installed.repositories.contains(repository) => repository.to_owned(),
-        (Some(_), _) => "other".into(),
+        (None, _) => SharedString::const_str("unknown"),
+        (Some(repository), Some(installed)) => match installed.repositories.get(repository) {
+            Some(allowed) => SharedString::from(Arc::clone(allowed)),
+            None => SharedString::const_str("other"),
+        },
+        (Some(_), None) => SharedString::const_str("other"),
     }
 }
 
@@ -190,8 +194,9 @@ pub fn exchange(result: &'static str, roles: &[String], repository: Option<&str>
     histogram!("ci_creds_exchange_duration_seconds", "outcome" => outcome).record(elapsed.as_secs_f64());
 }
 
-pub fn backend_call(backend: &str, operation: &'static str, elapsed: Duration, ok: bool) {
-    let backend = backend.to_owned();
+/// `backend` is a configured backend's name: a `&'static str` costs no allocation per call.
+pub fn backend_call(backend: impl Into<SharedString>, operation: &'static str, elapsed: Duration, ok: bool) {
+    let backend = backend.into();
     histogram!("ci_creds_backend_request_duration_seconds", "backend" => backend.clone(), "operation" => operation)
         .record(elapsed.as_secs_f64());
     if !ok {

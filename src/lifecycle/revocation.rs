@@ -130,7 +130,7 @@ impl Broker {
         let started = std::time::Instant::now();
         let revoked = self.backends.revoke(&handle).await;
         drop(lock);
-        crate::metrics::backend_call(&lease.backend, "revoke", started.elapsed(), revoked.is_ok());
+        crate::metrics::backend_call(lease.backend.clone(), "revoke", started.elapsed(), revoked.is_ok());
         match revoked {
             Ok(()) => Attempt::Revoked(lease, handle),
             Err(error) => Attempt::Failed(lease, handle, error),
