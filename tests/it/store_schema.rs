@@ -1,8 +1,12 @@
 //! The store's schema: a database migrated by a newer ci-creds is refused at start with a clear
-//! error, not used; the revocation queue's index holds what its claim reads.
+//! error, not used; the revocation queue's index holds what its claim reads; an upgrade that
+//! rebuilds the leases keeps every one of them.
 
-use ci_creds::store::{Error, Store};
+use ci_creds::backends::RevokeHandle;
+use ci_creds::store::{Error, Lease, Store};
 use sqlx::{Connection, Row};
+
+use crate::support::postgres::Postgres;
 
 #[tokio::test]
 async fn refuses_a_database_at_a_newer_schema_version() {
@@ -54,4 +58,88 @@ async fn the_revocation_queue_is_an_index_of_the_leases_being_revoked() {
     let plan = plan.join("\n");
     assert!(plan.contains("USING INDEX leases_queue"), "{plan}");
     assert!(!plan.contains("TEMP B-TREE"), "due revocations come in order from the index: {plan}");
+}
+
+#[tokio::test]
+async fn an_upgrade_keeps_every_lease_and_its_place_in_the_revocation_queue_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    an_upgrade_keeps_every_lease(&format!("sqlite://{}?mode=rwc", dir.path().join("store.db").display())).await;
+}
+
+#[tokio::test]
+async fn an_upgrade_keeps_every_lease_and_its_place_in_the_revocation_queue_on_postgres() {
+    let postgres = Postgres::start().await;
+    postgres.create_database("ci_creds").await;
+    an_upgrade_keeps_every_lease(&postgres.url("ci_creds")).await;
+}
+
+/// A store written by the release before the leases were rebuilt (migration 0009): every lease
+/// is read back as it was, the one due for revocation is claimed, and a state no lease can have
+/// is still refused.
+async fn an_upgrade_keeps_every_lease(url: &str) {
+    sqlx::any::install_default_drivers();
+    let mut before = sqlx::migrate!("./migrations");
+    before.migrations = before.migrations.iter().filter(|migration| migration.version < 9).cloned().collect();
+    let mut connection = sqlx::AnyConnection::connect(url).await.unwrap();
+    before.run(&mut connection).await.unwrap();
+    let now = ci_creds::clock::now();
+    let states = ["pending", "active", "revoking", "revoked", "expired", "failed"];
+    for (n, state) in (0_i64..).zip(states) {
+        let handle = (state != "pending")
+            .then(|| serde_json::to_string(&RevokeHandle::Vault { accessor: format!("accessor-{n}") }).unwrap());
+        sqlx::query(
+            "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at,
+                 attempts, last_error, next_attempt_at, claimed_until, revoke_requested_at)
+             VALUES ($1, 'github', $2, 'deploy', 'vault', $3, $4, $5, $6, $7, $8, $9, $10, 0, $11)",
+        )
+        .bind(format!("lease-{n}"))
+        .bind(format!("job-{n}"))
+        .bind(handle)
+        .bind(state)
+        .bind(now - 100 + n)
+        .bind(now + 900 + n)
+        .bind(now - 50 + n)
+        .bind(n)
+        .bind((n % 2 == 1).then(|| format!("attempt {n} failed")))
+        .bind(n * 1000)
+        .bind((n >= 2).then_some(now * 1000 + n))
+        .execute(&mut connection)
+        .await
+        .unwrap();
+    }
+    connection.close().await.unwrap();
+
+    let store = Store::connect(url).await.expect("migrates");
+    let mut leases = store.leases(None, 100).await.unwrap();
+    leases.sort_by(|a, b| a.id.cmp(&b.id));
+    let expected: Vec<Lease> = (0_i64..)
+        .zip(states)
+        .map(|(n, state)| Lease {
+            id: format!("lease-{n}"),
+            issuer: "github".into(),
+            job_id: format!("job-{n}"),
+            role: "deploy".into(),
+            backend: "vault".into(),
+            handle: (state != "pending").then(|| RevokeHandle::Vault { accessor: format!("accessor-{n}") }),
+            state: state.parse().unwrap(),
+            expires_at: now + 900 + n,
+            attempts: n,
+            last_error: (n % 2 == 1).then(|| format!("attempt {n} failed")),
+            revoke_requested_at: (n >= 2).then_some(now * 1000 + n),
+            updated_at: now - 50 + n,
+        })
+        .collect();
+    assert_eq!(leases, expected);
+
+    let claimed = store.claim_revocations(10, 60_000).await.unwrap();
+    assert_eq!(claimed.iter().map(|lease| lease.id.as_str()).collect::<Vec<_>>(), ["lease-2"]);
+
+    let mut connection = sqlx::AnyConnection::connect(url).await.unwrap();
+    let refused = sqlx::query(
+        "INSERT INTO leases (id, issuer, job_id, role, backend, state, created_at, expires_at, updated_at)
+         VALUES ('lease-x', 'github', 'job-x', 'deploy', 'vault', 'forgotten', 0, 0, 0)",
+    )
+    .execute(&mut connection)
+    .await;
+    assert!(refused.is_err(), "a lease in no known state is refused");
 }

@@ -17,6 +17,8 @@ mod read_again;
 mod slide;
 mod worst;
 
+use std::fmt::Write as _;
+
 use sqlx::{AnyConnection, Row};
 
 use super::{Error, StoreKind};
@@ -42,14 +44,24 @@ pub(super) fn rows_per_statement(columns: usize) -> usize {
 /// sqlx binds a numbered one (`$n`) by its name, which SQLite finds by walking the statement's list
 /// of names, so binding numbered parameters costs the square of their number.
 pub(super) fn placeholders(kind: StoreKind, rows: usize, columns: usize) -> String {
-    let row = |first: usize| -> String {
-        let params: Vec<String> = match kind {
-            StoreKind::Sqlite => vec!["?".to_owned(); columns],
-            StoreKind::Postgres => (first..first + columns).map(|n| format!("${n}")).collect(),
-        };
-        format!("({})", params.join(", "))
-    };
-    (0..rows).map(|at| row(at * columns + 1)).collect::<Vec<_>>().join(", ")
+    // Written into one string: this runs for every batch of judged jobs recorded.
+    let mut values = String::with_capacity(rows * (columns * 6 + 2));
+    for row in 0..rows {
+        values.push_str(if row == 0 { "(" } else { ", (" });
+        for column in 0..columns {
+            if column > 0 {
+                values.push_str(", ");
+            }
+            match kind {
+                StoreKind::Sqlite => values.push('?'),
+                StoreKind::Postgres => {
+                    let _ = write!(values, "${}", row * columns + column + 1);
+                }
+            }
+        }
+        values.push(')');
+    }
+    values
 }
 
 /// How a transaction holds the window's row on PostgreSQL (SQLite has one writer).
@@ -93,5 +105,23 @@ fn members(runner: &str) -> (&'static str, Option<&str>) {
         ("issuer = $1 AND runner_key IS NULL AND runner_name = $2", Some(name))
     } else {
         ("issuer = $1 AND runner_key IS NULL AND runner_name IS NULL", None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{StoreKind, placeholders};
+
+    #[test]
+    fn placeholders_number_the_parameters_row_after_row_on_postgres_and_leave_them_anonymous_on_sqlite() {
+        let cases = [
+            (StoreKind::Postgres, 1, 1, "($1)"),
+            (StoreKind::Postgres, 2, 3, "($1, $2, $3), ($4, $5, $6)"),
+            (StoreKind::Sqlite, 2, 2, "(?, ?), (?, ?)"),
+            (StoreKind::Sqlite, 0, 4, ""),
+        ];
+        for (kind, rows, columns, expected) in cases {
+            assert_eq!(placeholders(kind, rows, columns), expected, "{rows} rows of {columns}");
+        }
     }
 }
