@@ -7,7 +7,7 @@ use ci_creds::fleet;
 use ci_creds::store::{FleetAggregates, RunnerJob, RunnerRefusal, Store};
 
 use crate::support::postgres::Postgres;
-use crate::support::store::{Subject, on_every_store, postgres, sqlite};
+use crate::support::store::{Subject, migrated_before, on_every_store, postgres, sqlite};
 
 on_every_store!(
     the_maintained_window_counts_what_the_jobs_do,
@@ -164,11 +164,7 @@ async fn assert_same(store: &Store, since: i64, stale_before: i64, when: &str) {
 /// migration that adds it.
 async fn an_upgrade_counts_the_jobs_already_kept(url: &str) {
     use sqlx::Connection;
-    sqlx::any::install_default_drivers();
-    let mut before = sqlx::migrate!("./migrations");
-    before.migrations = before.migrations.iter().filter(|migration| migration.version < 8).cloned().collect();
-    let mut connection = sqlx::AnyConnection::connect(url).await.unwrap();
-    before.run(&mut connection).await.unwrap();
+    let mut connection = migrated_before(url, 8).await;
     let (mut dice, start) = (Dice(0x01d_5707e), now() - 90 * DAY);
     for job in (0..800).map(|n| job(&mut dice, n, start, 40 * DAY)) {
         sqlx::query(

@@ -7,6 +7,7 @@ use ci_creds::store::{Error, Lease, Store};
 use sqlx::{Connection, Row};
 
 use crate::support::postgres::Postgres;
+use crate::support::store::migrated_before;
 
 #[tokio::test]
 async fn refuses_a_database_at_a_newer_schema_version() {
@@ -77,11 +78,7 @@ async fn an_upgrade_keeps_every_lease_and_its_place_in_the_revocation_queue_on_p
 /// is read back as it was, the one due for revocation is claimed, and a state no lease can have
 /// is still refused.
 async fn an_upgrade_keeps_every_lease(url: &str) {
-    sqlx::any::install_default_drivers();
-    let mut before = sqlx::migrate!("./migrations");
-    before.migrations = before.migrations.iter().filter(|migration| migration.version < 9).cloned().collect();
-    let mut connection = sqlx::AnyConnection::connect(url).await.unwrap();
-    before.run(&mut connection).await.unwrap();
+    let mut connection = migrated_before(url, 9).await;
     let now = ci_creds::clock::now();
     let states = ["pending", "active", "revoking", "revoked", "expired", "failed"];
     for (n, state) in (0_i64..).zip(states) {

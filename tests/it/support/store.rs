@@ -27,6 +27,18 @@ pub async fn postgres() -> Subject {
     Subject { store, url, _database: Box::new(postgres) }
 }
 
+/// A connection to the database at `url`, migrated as the release before `version` left it: for
+/// upgrade tests, which write what that release wrote and then open the store.
+pub async fn migrated_before(url: &str, version: i64) -> sqlx::AnyConnection {
+    use sqlx::Connection;
+    sqlx::any::install_default_drivers();
+    let mut before = sqlx::migrate!("./migrations");
+    before.migrations = before.migrations.iter().filter(|migration| migration.version < version).cloned().collect();
+    let mut connection = sqlx::AnyConnection::connect(url).await.unwrap();
+    before.run(&mut connection).await.unwrap();
+    connection
+}
+
 /// An exchange of job `job_id` that begins one lease and spends no token.
 pub fn lease(id: &str, job_id: &str, expires_at: i64) -> NewLeases {
     NewLeases {
