@@ -5,7 +5,8 @@
 -- * the revocation queue's index holds only the leases being revoked, the only ones its claim
 --   reads (`state = 'revoking'`, by `next_attempt_at`): every lease was in it, so each exchange
 --   wrote an entry for its pending lease and moved it when the lease became active.
--- SQLite cannot change a table's CHECK in place; this is its documented way, and PostgreSQL's too.
+-- SQLite cannot change a table's CHECK in place, so the table is rebuilt as SQLite documents; the
+-- same statements run on PostgreSQL.
 CREATE TABLE leases_rebuilt (
     id                  TEXT    PRIMARY KEY,
     issuer              TEXT    NOT NULL,
