@@ -288,11 +288,9 @@ fn policy_set() -> PolicySet {
     set
 }
 
-/// GitHub's documented token claims, as the integration tests read them from `shared/fixtures/`.
+/// GitHub's documented token claims, as the integration tests read them from `tests/fixtures/`.
 fn github_fixture() -> Value {
-    let dir = std::env::var_os("CI_CREDS_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let path = dir.join("github-token-claims.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()));
     serde_json::from_str(&text).expect("the fixture is JSON")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpora under fuzz/corpus/<target>/ from the CI fixtures (../shared/fixtures,
+"""Writes the seed corpora under fuzz/corpus/<target>/ from the CI fixtures (tests/fixtures,
 or $FIXTURES) and the cases the test suite uses. Run from anywhere; overwrites seeds it names,
 leaves other files alone. Input formats: fuzz/README.md."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 FUZZ = Path(__file__).resolve().parent
 ROOT = FUZZ.parent
-FIXTURES = Path(os.environ.get("FIXTURES", ROOT.parent / "shared" / "fixtures"))
+FIXTURES = Path(os.environ.get("FIXTURES", ROOT / "tests" / "fixtures"))
 ISSUER = "https://token.fuzz.example"  # fuzz/src/token.rs
 JENKINS_ISSUER = ISSUER + "/oidc"
 AZURE_ISSUER = ISSUER + "/0ca3ddd9-f0b0-4635-a98c-5866526961b6"  # the fixture's org_id

@@ -153,7 +153,7 @@ enum DevCommand {
     Token {
         #[arg(long, value_name = "DIR")]
         dir: PathBuf,
-        /// A JSON file of claims, e.g. a CI system's documented token (shared/fixtures).
+        /// A JSON file of claims, e.g. a CI system's documented token (tests/fixtures).
         #[arg(long, value_name = "FILE")]
         claims: PathBuf,
         #[arg(long)]

@@ -7,9 +7,7 @@ use super::{JobLocator, JobReport, Liveness};
 use crate::job::{CiKind, Job, MAX_FACT_CHARS, MAX_LABELS};
 
 fn fixture(name: &str) -> Value {
-    let dir = std::env::var_os("CI_CREDS_FIXTURES")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let path = dir.join(name);
     serde_json::from_str(&std::fs::read_to_string(&path).expect("fixture readable")).expect("fixture is JSON")
 }

@@ -248,9 +248,7 @@ mod tests {
     use crate::job::{CiKind, RunnerKey};
 
     fn claims(name: &str) -> Value {
-        let dir = std::env::var_os("CI_CREDS_FIXTURES")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         serde_json::from_str(&std::fs::read_to_string(dir.join(name)).expect("fixture readable")).expect("JSON")
     }
 

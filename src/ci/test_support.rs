@@ -4,11 +4,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use http::{HeaderMap, HeaderValue};
 
-/// A file of `../shared/fixtures/` (or `$CI_CREDS_FIXTURES`), as bytes.
+/// A file of `tests/fixtures/`, as bytes.
 pub fn fixture(name: &str) -> Vec<u8> {
-    let dir = std::env::var_os("CI_CREDS_FIXTURES")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     std::fs::read(dir.join(name)).expect("fixture readable")
 }
 

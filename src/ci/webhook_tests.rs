@@ -12,9 +12,7 @@ use crate::job::CiKind;
 const SECRET: &str = "runner-facts-secret";
 
 fn fixture(name: &str) -> Vec<u8> {
-    let dir = std::env::var_os("CI_CREDS_FIXTURES")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let path = dir.join(name);
     std::fs::read(path).expect("fixture readable")
 }

@@ -41,9 +41,7 @@ fn now() -> i64 {
 }
 
 fn fixture(name: &str) -> String {
-    let dir = std::env::var_os("CI_CREDS_FIXTURES")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     std::fs::read_to_string(dir.join(name)).expect("fixture readable")
 }
 

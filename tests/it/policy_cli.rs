@@ -44,10 +44,7 @@ pub(crate) fn repo_policy() -> PathBuf {
 }
 
 pub(crate) fn fixture(name: &str) -> PathBuf {
-    std::env::var_os("CI_CREDS_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"))
-        .join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 #[test]

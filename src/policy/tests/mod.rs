@@ -1,4 +1,4 @@
-//! Table-driven policy tests: jobs modelled on `shared/fixtures/*-token-claims.json`, each case
+//! Table-driven policy tests: jobs modelled on `tests/fixtures/*-token-claims.json`, each case
 //! changing one thing.
 
 mod aws_roles;

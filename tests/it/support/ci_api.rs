@@ -1,5 +1,5 @@
 //! GitLab's and Buildkite's job APIs as they document them, on loopback: the job status call
-//! answered per job from the fixtures of `shared/fixtures/`, only to the server's own token, with
+//! answered per job from the fixtures of `tests/fixtures/`, only to the server's own token, with
 //! each vendor's rate-limit headers on every answer. Every request is recorded, so tests can
 //! assert what the broker asked and how often. GitHub's jobs API is in `github_api.rs`.
 //!

@@ -1,6 +1,6 @@
 //! A Jenkins controller on loopback, as the `oidc-provider` plugin, the REST API and the
 //! Notification plugin show it: the issuer `<root>oidc` with its discovery document and the
-//! leading-zero JWKS of `shared/fixtures/`, tokens signed with the fixtures' key, build and
+//! leading-zero JWKS of `tests/fixtures/`, tokens signed with the fixtures' key, build and
 //! computer answers from the fixtures (rewritten to this controller's root, trimmed to the
 //! `tree` asked), and Notification deliveries. The REST API takes only HTTP Basic with its own
 //! user and API token: anonymous requests get 403, wrong credentials 401, as Jenkins answers.
@@ -236,9 +236,7 @@ pub fn notification_headers(credentials: Option<&str>) -> Vec<(&'static str, Str
 }
 
 fn fixtures_dir() -> PathBuf {
-    std::env::var_os("CI_CREDS_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"))
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 async fn answer(State(controller): State<Controller>, request: Request) -> Response {

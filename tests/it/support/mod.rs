@@ -31,11 +31,9 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free loopback port")
 }
 
-/// A CI system's documented token claims, from `shared/fixtures/`.
+/// A CI system's documented token claims, from `tests/fixtures/`.
 pub fn fixture(name: &str) -> Value {
-    let dir = std::env::var_os("CI_CREDS_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures"));
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let path = dir.join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()));
     serde_json::from_str(&text).expect("fixture is JSON")
