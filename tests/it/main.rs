@@ -16,6 +16,7 @@ mod client_revoke;
 mod config_errors;
 mod deploy_files;
 mod dev_token;
+mod doc_links;
 mod exchange_aws;
 mod exchange_refusals;
 mod exchange_vault;

@@ -1,4 +1,4 @@
-//! "No module imports one that imports it back" (DESIGN.md, Layout), checked. Reads every file of
+//! "No module imports one that imports it back" (docs/design.md, Layout), checked. Reads every file of
 //! `src/` reached from `lib.rs`, builds the graph of which file uses which (`use crate::…`,
 //! `use super::…`, inline `crate::a::b` and `super::a` paths, and a string that is such a path, as
 //! serde's `with = "crate::a::f"`; each resolved to the deepest module that is a file, through a
@@ -34,7 +34,7 @@ fn no_module_imports_one_that_imports_it_back() {
     assert!(cycles.is_empty(), "modules that import each other:\n\n{}", cycles.join("\n"));
 }
 
-/// DESIGN.md's layers, highest first: a top-level module uses only modules of its own layer or
+/// docs/design.md's layers, highest first: a top-level module uses only modules of its own layer or
 /// of a layer below, so nothing reaches back up.
 const LAYERS: &[&[&str]] = &[
     &["server", "config", "policy_cli"],
