@@ -40,7 +40,8 @@ fn relative_links(text: &str) -> Vec<&str> {
         .filter_map(|(at, _)| {
             let rest = &text[at + 2..];
             let target = &rest[..rest.find(')')?];
-            let is_url = target.split_once(':').is_some_and(|(scheme, _)| scheme.bytes().all(|b| b.is_ascii_lowercase()));
+            let is_url =
+                target.split_once(':').is_some_and(|(scheme, _)| scheme.bytes().all(|b| b.is_ascii_lowercase()));
             let target = target.split('#').next().unwrap_or_default();
             (!is_url && !target.is_empty() && !target.contains(char::is_whitespace)).then_some(target)
         })

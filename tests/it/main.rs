@@ -20,6 +20,7 @@ mod doc_links;
 mod exchange_aws;
 mod exchange_refusals;
 mod exchange_vault;
+mod first_exchange;
 mod github_tokens;
 mod identity_claims;
 mod identity_keys;
