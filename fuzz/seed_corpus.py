@@ -283,9 +283,9 @@ def policies():
     extra = {
         "alias-bomb": b"a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\nroles: [*c, *c]\n",
         "glob-classes": b"roles:\n  - name: g\n    backend: vault\n    max_ttl: 1m\n    vault: { policies: [p] }\n"
-                        b"    allow:\n      - ref: \"glob:refs/heads/{a,b}/[!x]*\"\n",
+                        b"    allow:\n      - issuer: github\n        ref: \"glob:refs/heads/{a,b}/[!x]*\"\n",
         "sub-condition": b"roles:\n  - name: s\n    backend: vault\n    max_ttl: 1m\n    vault: { policies: [p] }\n"
-                         b"    allow:\n      - sub: repo:octo-org/octo-repo\n",
+                         b"    allow:\n      - issuer: github\n        sub: repo:octo-org/octo-repo\n",
     }
     for name, text in extra.items():
         write("policy_yaml", name, text)

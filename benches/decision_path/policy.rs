@@ -51,7 +51,7 @@ const ROLE_TEMPLATES: [&str; 5] = [
       - { {pin}, ref: "glob:refs/tags/v*", event: push, environment: prod, runner_tier: hosted }
       - { {pin}, ref: refs/heads/release, event: [push, workflow_dispatch], environment: [prod, prod-eu] }
       - { {pin}, ref: refs/heads/main, event: [push, workflow_dispatch], environment: prod, runner_tier: hosted }
-      - { owner_id: "{owner_id}", job_workflow_ref: "glob:{owner}/deploy/.github/workflows/*.yml@refs/heads/main" }
+      - { issuer: github, owner_id: "{owner_id}", job_workflow_ref: "glob:{owner}/deploy/.github/workflows/*.yml@refs/heads/main" }
     deny:
       - { claims: { actor: ["dependabot[bot]", "renovate[bot]"] } }
 "#,
@@ -63,7 +63,7 @@ const ROLE_TEMPLATES: [&str; 5] = [
       - { {pin}, ref: "glob:refs/heads/*", event: [push, workflow_dispatch], environment: staging }
       - { {pin}, ref: "glob:refs/tags/v*-rc*", event: push, environment: staging }
       - { {pin}, ref_type: branch, event: merge_group, environment: [staging, qa] }
-      - { owner_id: "{owner_id}", environment: staging, runner_tier: [hosted, release] }
+      - { issuer: github, owner_id: "{owner_id}", environment: staging, runner_tier: [hosted, release] }
     deny:
       - { ref: "glob:refs/heads/dependabot/**" }
 "#,
@@ -75,7 +75,7 @@ const ROLE_TEMPLATES: [&str; 5] = [
       - { {pin}, ref: "glob:refs/heads/feature/*", event: pull_request }
       - { {pin}, ref_type: tag, event: [push, release] }
       - { {pin}, ref: "glob:refs/heads/*", runner_tier: [hosted, release] }
-      - { owner: {owner}, workflow_ref: "glob:{repo}/.github/workflows/*.yml@refs/heads/main" }
+      - { issuer: github, owner: {owner}, workflow_ref: "glob:{repo}/.github/workflows/*.yml@refs/heads/main" }
     deny:
       - { event: [pull_request_target, issue_comment] }
 "#,
@@ -86,8 +86,8 @@ const ROLE_TEMPLATES: [&str; 5] = [
     allow:
       - { {pin}, event: [push, pull_request, merge_group], runner_tier: hosted }
       - { {pin}, event: schedule, ref: refs/heads/main }
-      - { owner_id: "{owner_id}", runner_tier: [gpu, release] }
-      - { repository_id: "{id}", claims: { repository_visibility: [private, internal] } }
+      - { issuer: github, owner_id: "{owner_id}", runner_tier: [gpu, release] }
+      - { issuer: github, repository_id: "{id}", claims: { repository_visibility: [private, internal] } }
     deny:
       - { claims: { repository_visibility: public } }
 "#,
@@ -98,7 +98,7 @@ const ROLE_TEMPLATES: [&str; 5] = [
     allow:
       - { {pin}, ref: "glob:refs/tags/v[0-9]*", event: push, runner_tier: release }
       - { {pin}, ref: refs/heads/main, event: release, environment: publish }
-      - { repository_id: "{id}", job_workflow_ref: "glob:{owner}/release-workflows/.github/workflows/*@refs/tags/v*" }
+      - { issuer: github, repository_id: "{id}", job_workflow_ref: "glob:{owner}/release-workflows/.github/workflows/*@refs/tags/v*" }
       - { {pin}, ref: "glob:refs/heads/release/**", event: workflow_dispatch, environment: publish }
     deny:
       - { claims: { actor: "github-actions[bot]" } }

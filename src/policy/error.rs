@@ -18,9 +18,25 @@ pub enum Error {
         "{path}: runner tier `{name}` is already defined in {first_path}; hint: tier names must be unique across all policy files, rename one or merge them"
     )]
     DuplicateTier { path: String, name: String, first_path: String },
+    /// An allow rule that would match a job of any CI: a Jenkins folder `octo-org` holding a
+    /// multibranch project `octo-repo` would pass for the GitHub repository `octo-org/octo-repo`.
+    #[error(
+        "{path}: role `{role}`, allow rule {rule} {problem}, so it matches a job of any CI (a Jenkins folder `octo-org` with a multibranch project `octo-repo` passes for the GitHub repository `octo-org/octo-repo`); hint: add `issuer: <name>` naming the broker's issuer whose jobs it is for"
+    )]
+    AllowRuleWithoutIssuer { path: String, role: String, rule: usize, problem: &'static str },
 }
 
 impl Error {
+    /// The stable, machine-readable name of what is wrong.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Invalid { .. } | Self::Unplaced { .. } => "policy_invalid",
+            Self::DuplicateRole { .. } => "duplicate_role",
+            Self::DuplicateTier { .. } => "duplicate_tier",
+            Self::AllowRuleWithoutIssuer { .. } => "allow_rule_without_issuer",
+        }
+    }
+
     pub(super) fn from_yaml(path: &str, err: &serde_yaml_ng::Error) -> Self {
         let text = err.to_string();
         match err.location() {

@@ -100,6 +100,17 @@ impl PolicySet {
                         slot.insert(set.roles.len());
                     }
                 }
+                // Deny rules and tier matches may stay issuer-wide: they only narrow what is granted.
+                if let Some((i, problem)) =
+                    role.allow.iter().enumerate().find_map(|(i, rule)| rule.unbound_issuer().map(|p| (i, p)))
+                {
+                    return Err(Error::AllowRuleWithoutIssuer {
+                        path: file.path.to_owned(),
+                        role: role.name,
+                        rule: i + 1,
+                        problem,
+                    });
+                }
                 role_paths.push(file.path);
                 set.roles.push(role);
             }

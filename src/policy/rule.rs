@@ -15,6 +15,23 @@ pub struct Rule {
     pub(super) conditions: Vec<Condition>,
 }
 
+/// Issuer names no config would give, to tell an `issuer` glob that admits any issuer.
+const ANY_ISSUER: [&str; 2] = ["ci-creds-probe-issuer", "someone-else"];
+
+impl Rule {
+    /// Why the rule is not bound to the jobs of named issuers, if it is not: without `issuer`
+    /// it matches a job of any CI, whose names can spell another CI's repository.
+    pub(super) fn unbound_issuer(&self) -> Option<&'static str> {
+        match self.conditions.iter().find(|c| c.field == Field::Issuer) {
+            None => Some("names no `issuer`"),
+            Some(c) if ANY_ISSUER.iter().all(|probe| c.values.glob_matches(probe)) => {
+                Some("has an `issuer` glob that admits any issuer")
+            }
+            Some(_) => None,
+        }
+    }
+}
+
 /// Where a set of conditions is used; tiers are computed from conditions, so they cannot
 /// themselves test a tier.
 #[derive(Clone, Copy)]

@@ -48,7 +48,7 @@ struct RoleShape {
     #[serde(default)]
     github: Option<GithubShape>,
     /// Granted when ANY rule matches; a rule matches when ALL its conditions hold.
-    allow: Vec<ConditionsShape>,
+    allow: Vec<AllowRuleShape>,
     /// Any matching deny rule refuses the role, whatever `allow` says.
     #[serde(default)]
     deny: Vec<ConditionsShape>,
@@ -101,6 +101,12 @@ struct GithubShape {
     /// Permission name to `read`, `write` or (where GitHub has it) `admin`.
     permissions: BTreeMap<String, String>,
 }
+
+/// An allow rule names its `issuer`: without one it would match a job of any CI.
+#[derive(JsonSchema)]
+#[schemars(extend("required" = ["issuer"]))]
+#[allow(dead_code)]
+struct AllowRuleShape(ConditionsShape);
 
 /// Conditions on the job's normalised fields; `claims` names raw claims. `sub` is never one.
 #[derive(JsonSchema)]

@@ -182,6 +182,16 @@ fn names_the_policy_file_and_line() {
     assert!(stderr.contains("roles.yaml:8"), "file and line of the `sub` condition: {stderr}");
 }
 
+#[test]
+fn refuses_to_start_on_an_allow_rule_without_issuer() {
+    let vault = "[vault]\naddress = \"http://127.0.0.1:1\"\ntoken_env = \"CONFIG_TEST_VAULT_TOKEN\"\n";
+    let unbound = POLICY.replace("      - issuer: github\n", "      - repository: octo-org/octo-repo\n");
+    let (ok, stderr) = serve(&format!("{HEAD}{GOOD_ISSUER}{vault}"), &unbound);
+    assert!(!ok, "the broker must not start");
+    assert!(stderr.contains("roles.yaml: role `r`, allow rule 1 names no `issuer`"), "{stderr}");
+    assert!(stderr.contains("hint: add `issuer: <name>`"), "{stderr}");
+}
+
 /// `serve --check-config` against a real setup: ok while Vault answers, a failure naming Vault
 /// when it does not; either way it exits instead of serving.
 #[tokio::test(flavor = "multi_thread")]

@@ -63,7 +63,7 @@ fn check_reports_every_broken_file_with_line_and_hint() {
         ("a.yaml", "roles:\n  - name: a\n    backend: vault\n    max_ttl: 15\n    vault: { policies: [a] }\n"),
         (
             "b.yml",
-            "roles:\n  - name: b\n    backend: vault\n    max_ttl: 15m\n    vault: { policies: [b] }\n    allow:\n      - { sub: repo:x }\n",
+            "roles:\n  - name: b\n    backend: vault\n    max_ttl: 15m\n    vault: { policies: [b] }\n    allow:\n      - { issuer: gh, sub: repo:x }\n",
         ),
         ("ok.yaml", ROLE),
         ("ok_test.yaml", "this is: [not policy"),
@@ -94,6 +94,26 @@ fn check_reports_a_role_defined_in_two_files() {
     let output = ci_creds(&["policy", "check", arg(dir.path())]);
     assert_eq!(output.status.code(), Some(1));
     assert!(stdout(&output).contains("role `deploy` is already defined in"), "{}", stdout(&output));
+}
+
+#[test]
+fn check_refuses_an_allow_rule_without_issuer_and_passes_issuer_wide_deny_rules_and_tiers() {
+    // A Jenkins folder `octo-org` holding a multibranch project `octo-repo` would match this rule.
+    let unbound = ROLE.replace("{ issuer: gh, repository_id", "{ repository_id");
+    let dir = dir_with(&[("roles.yaml", &unbound)]);
+    let output = ci_creds(&["policy", "check", arg(dir.path())]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    let text = stdout(&output);
+    let path = dir.path().join("roles.yaml").display().to_string();
+    assert!(text.starts_with(&format!("error: {path}: role `deploy`, allow rule 1 names no `issuer`")), "{text}");
+    assert!(text.contains("matches a job of any CI") && text.contains("hint: add `issuer: <name>`"), "{text}");
+    assert!(text.ends_with(": 1 file(s), 1 error(s), 0 warning(s)\n"), "{text}");
+
+    // The tier's match and the deny rule name no issuer: they only narrow what is granted.
+    let narrowing = format!("{ROLE}    deny:\n      - {{ event: pull_request }}\n");
+    let dir = dir_with(&[("roles.yaml", &narrowing)]);
+    let output = ci_creds(&["policy", "check", arg(dir.path())]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
 }
 
 #[test]

@@ -14,7 +14,7 @@ roles:
     max_ttl: 15m
     vault: { policies: [deploy] }
     allow:
-      - { repository_id: "74", runner_tier: release, runner_labels: [linux] }
+      - { issuer: github, repository_id: "74", runner_tier: release, runner_labels: [linux] }
 "#;
 
 #[test]

@@ -39,6 +39,7 @@ fn shapes_the_parser_refuses_are_invalid() {
         ("unknown backend", format!("{role}issuer: github\n").replace("backend: vault", "backend: gcp")),
         ("unknown top-level key", "colour: blue\n".to_owned()),
         ("nested list value", format!("{role}ref: [[refs/heads/main]]\n")),
+        ("allow rule without issuer", format!("{role}repository_id: \"74\"\n")),
     ] {
         assert!(!validator.is_valid(&yaml(&text)), "{what} must be invalid");
         let files = [ci_creds::policy::PolicyFile { path: "p.yaml", text: &text }];

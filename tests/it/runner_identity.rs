@@ -46,7 +46,7 @@ const ROLES: &str = r#"  - name: release-read
     max_ttl: 5m
     vault: { policies: [read-config] }
     allow:
-      - { runner_tier: [ephemeral, buildkite-ephemeral, gitlab-shared] }
+      - { issuer: [github, buildkite, gitlab], runner_tier: [ephemeral, buildkite-ephemeral, gitlab-shared] }
 "#;
 
 async fn github_stack(api: &GithubApi) -> Stack {

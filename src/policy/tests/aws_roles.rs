@@ -5,7 +5,7 @@ use crate::policy::{PolicyFile, PolicySet};
 /// A policy file `p.yaml` whose one role `r` has `role`'s lines and an allow rule.
 pub(super) fn load(role: &str) -> Result<PolicySet, String> {
     let body: String = role.lines().map(|l| format!("    {l}\n")).collect();
-    let text = format!("roles:\n  - name: r\n{body}    allow: [ {{ repository_id: \"74\" }} ]\n");
+    let text = format!("roles:\n  - name: r\n{body}    allow: [ {{ issuer: github, repository_id: \"74\" }} ]\n");
     PolicySet::parse(&[PolicyFile { path: "p.yaml", text: &text }]).map_err(|e| e.to_string())
 }
 

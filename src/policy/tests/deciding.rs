@@ -14,13 +14,13 @@ roles:
     max_ttl: 15m
     vault: { policies: [deploy-prod] }
     allow:
-      - { repository: octo-org/octo-repo, ref: refs/heads/main, environment: prod }
+      - { issuer: github, repository: octo-org/octo-repo, ref: refs/heads/main, environment: prod }
   - name: read-only
     backend: vault
     max_ttl: 1h
     vault: { policies: [read] }
     allow:
-      - { owner: octo-org }
+      - { issuer: github, owner: octo-org }
   - name: nobody
     backend: vault
     max_ttl: 900s
@@ -83,7 +83,7 @@ fn requested_roles_are_all_or_none() {
 
 #[test]
 fn deny_rules_override_allow() {
-    let allow = "[ { repository: octo-org/octo-repo } ]";
+    let allow = "[ { issuer: github, repository: octo-org/octo-repo } ]";
     let deny = r#"[ { claims: { actor: "dependabot[bot]" } }, { ref: "glob:refs/heads/tmp/*", event: push } ]"#;
     let set = parse(&role_policy("[]", allow, deny));
     let cases: Vec<(&str, Job, &[&str])> = vec![
@@ -121,7 +121,7 @@ fn deny_rules_override_allow() {
 
 #[test]
 fn several_allow_rules_are_any_of_and_explained_per_rule() {
-    let allow = r#"[ { ref: refs/heads/main, environment: prod }, { ref: "glob:refs/tags/v*" } ]"#;
+    let allow = r#"[ { issuer: github, ref: refs/heads/main, environment: prod }, { issuer: github, ref: "glob:refs/tags/v*" } ]"#;
     let set = parse(&role_policy("[]", allow, "[]"));
     let cases: Vec<(&str, Job, &[&str])> = vec![
         ("first rule holds", github_job(), &[]),
@@ -155,16 +155,24 @@ fn pull_request_target() -> Job {
 fn dangerous_event_needs_a_literal_rule() {
     const REFUSED: &str = "event: pull_request_target is a dangerous trigger and the rule does not name it explicitly";
     let cases: Vec<(&str, &str, &[&str])> = vec![
-        ("named literally", "[ { repository: octo-org/octo-repo, event: [push, pull_request_target] } ]", &[]),
-        ("no event condition", "[ { repository: octo-org/octo-repo } ]", &[REFUSED]),
-        ("only a glob matches", r#"[ { event: "glob:pull_request*" } ]"#, &[REFUSED]),
-        ("a catch-all glob", r#"[ { event: ["glob:*", push] } ]"#, &[REFUSED]),
+        (
+            "named literally",
+            "[ { issuer: github, repository: octo-org/octo-repo, event: [push, pull_request_target] } ]",
+            &[],
+        ),
+        ("no event condition", "[ { issuer: github, repository: octo-org/octo-repo } ]", &[REFUSED]),
+        ("only a glob matches", r#"[ { issuer: github, event: "glob:pull_request*" } ]"#, &[REFUSED]),
+        ("a catch-all glob", r#"[ { issuer: github, event: ["glob:*", push] } ]"#, &[REFUSED]),
         (
             "event not allowed at all says so once",
-            "[ { event: push } ]",
+            "[ { issuer: github, event: push } ]",
             &["event: pull_request_target is not one of the allowed values"],
         ),
-        ("the other rule names it", "[ { repository: octo-org/octo-repo }, { event: pull_request_target } ]", &[]),
+        (
+            "the other rule names it",
+            "[ { issuer: github, repository: octo-org/octo-repo }, { issuer: github, event: pull_request_target } ]",
+            &[],
+        ),
     ];
     for (name, allow, reasons) in cases {
         let set = parse(&role_policy("[]", allow, "[]"));
@@ -183,12 +191,12 @@ fn fork_pipeline() -> Job {
 fn foreign_project_needs_a_literal_project_path() {
     const REFUSED: &str = "claims.project_path: fork-owner/my-project is not the job's own project (e.g. a fork's pipeline) and the rule does not name it explicitly";
     let cases: Vec<(&str, &str, &[&str])> = vec![
-        ("named literally", "[ { claims: { project_path: fork-owner/my-project } } ]", &[]),
-        ("only the job's own project named", "[ { repository: my-group/my-project } ]", &[REFUSED]),
-        ("only a glob matches", r#"[ { claims: { project_path: "glob:fork-owner/*" } } ]"#, &[REFUSED]),
+        ("named literally", "[ { issuer: gitlab, claims: { project_path: fork-owner/my-project } } ]", &[]),
+        ("only the job's own project named", "[ { issuer: gitlab, repository: my-group/my-project } ]", &[REFUSED]),
+        ("only a glob matches", r#"[ { issuer: gitlab, claims: { project_path: "glob:fork-owner/*" } } ]"#, &[REFUSED]),
         (
             "another project named",
-            "[ { claims: { project_path: my-group/my-project } } ]",
+            "[ { issuer: gitlab, claims: { project_path: my-group/my-project } } ]",
             &["claims.project_path: fork-owner/my-project is not one of the allowed values"],
         ),
     ];
@@ -200,9 +208,9 @@ fn foreign_project_needs_a_literal_project_path() {
 
 #[test]
 fn reasons_never_reveal_expected_values() {
-    let allow = r#"[ { ref: refs/heads/secret-branch, environment: secret-env },
-                     { ref: "glob:refs/heads/secret-*", claims: { actor: secret-actor, groups: secret-group } },
-                     { event: secret-event, runner_tier: secret-tier } ]"#;
+    let allow = r#"[ { issuer: [github, gitlab], ref: refs/heads/secret-branch, environment: secret-env },
+                     { issuer: [github, gitlab], ref: "glob:refs/heads/secret-*", claims: { actor: secret-actor, groups: secret-group } },
+                     { issuer: [github, gitlab], event: secret-event, runner_tier: secret-tier } ]"#;
     let deny = "[ { claims: { actor: secret-deny-actor } }, { repository: secret-repo } ]";
     let tiers = "[ { name: hosted, match: { runner_environment: secret-runner } } ]";
     let set = parse(&role_policy(tiers, allow, deny));

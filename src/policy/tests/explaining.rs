@@ -19,7 +19,7 @@ fn check(field: &str, actual: Option<&str>, accepted: &[&str], holds: bool) -> C
 fn lists_every_condition_with_both_values() {
     let set = parse(&role_policy(
         "[ { name: hosted, match: { runner_environment: github-hosted } } ]",
-        r#"[ { ref: [refs/heads/main, "glob:refs/tags/v*"], environment: staging, runner_tier: hosted } ]"#,
+        r#"[ { issuer: github, ref: [refs/heads/main, "glob:refs/tags/v*"], environment: staging, runner_tier: hosted } ]"#,
         r#"[ { claims: { actor: "dependabot[bot]" } } ]"#,
     ));
     let explanation = set.explain(&github_job(), "r");
@@ -32,6 +32,7 @@ fn lists_every_condition_with_both_values() {
             allow: vec![RuleExplanation {
                 matches: false,
                 conditions: vec![
+                    check("issuer", Some("github"), &["github"], true),
                     check("ref", Some("refs/heads/main"), &["refs/heads/main", "glob:refs/tags/v*"], true),
                     check("environment", Some("prod"), &["staging"], false),
                     check("runner_tier", Some("hosted"), &["hosted"], true),
@@ -51,7 +52,7 @@ fn lists_every_condition_with_both_values() {
 fn agrees_with_decide() {
     let set = parse(&role_policy(
         "[]",
-        "[ { repository_id: \"74\" }, { event: pull_request_target } ]",
+        "[ { issuer: github, repository_id: \"74\" }, { issuer: github, event: pull_request_target } ]",
         r#"[ { claims: { actor: "dependabot[bot]" } } ]"#,
     ));
     let jobs = [
@@ -79,7 +80,7 @@ fn agrees_with_decide() {
 
 #[test]
 fn names_an_unnamed_dangerous_trigger() {
-    let set = parse(&role_policy("[]", "[ { repository_id: \"74\" } ]", "[]"));
+    let set = parse(&role_policy("[]", "[ { issuer: github, repository_id: \"74\" } ]", "[]"));
     let job = with(github_job(), |j| {
         j.event = Some("workflow_run".into());
         j.dangerous_trigger = Some(DangerousTrigger::Event("workflow_run".into()));
@@ -95,7 +96,8 @@ fn names_an_unnamed_dangerous_trigger() {
 
 #[test]
 fn missing_claims_and_undefined_roles() {
-    let set = parse(&role_policy("[]", "[ { claims: { groups: [admins] }, environment: prod } ]", "[]"));
+    let set =
+        parse(&role_policy("[]", "[ { issuer: github, claims: { groups: [admins] }, environment: prod } ]", "[]"));
     let job = with(github_job(), |j| {
         j.environment = None;
         j.claims.insert("groups".into(), serde_json::json!(["dev", "ops"]));
@@ -104,6 +106,7 @@ fn missing_claims_and_undefined_roles() {
     assert_eq!(
         rule.conditions,
         [
+            check("issuer", Some("github"), &["github"], true),
             check("claims.groups", Some(r#"["dev","ops"]"#), &["admins"], false),
             check("environment", None, &["prod"], false),
         ]

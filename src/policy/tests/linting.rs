@@ -3,7 +3,7 @@
 use super::{parse, role_policy};
 use crate::job::CiKind;
 
-const SAFE: &str = r#"{ repository: octo-org/octo-repo, repository_id: "74", ref: refs/heads/main }"#;
+const SAFE: &str = r#"{ issuer: github, repository: octo-org/octo-repo, repository_id: "74", ref: refs/heads/main }"#;
 
 fn messages(tiers: &str, allow: &str) -> Vec<String> {
     parse(&role_policy(tiers, allow, "[]"))
@@ -19,7 +19,7 @@ fn messages(tiers: &str, allow: &str) -> Vec<String> {
 #[test]
 fn a_pinned_rule_on_protected_refs_is_quiet() {
     assert_eq!(messages("[]", &format!("[ {SAFE} ]")), Vec::<String>::new());
-    assert!(messages("[]", r#"[ { owner_id: "65", event: push } ]"#).is_empty());
+    assert!(messages("[]", r#"[ { issuer: github, owner_id: "65", event: push } ]"#).is_empty());
 }
 
 #[test]
@@ -30,38 +30,48 @@ fn warns_on_each_risk() {
     let pull_request = "this vault role is reachable from `event: pull_request`";
     let cases: Vec<(&str, &str, &str, Vec<&str>)> = vec![
         ("no repository condition", "[]", "[ { issuer: github, ref: refs/heads/main } ]", vec![no_repo]),
-        ("repository without its id", "[]", "[ { repository: octo-org/octo-repo, event: push } ]", vec![recycled_repo]),
-        ("owner without an id", "[]", "[ { owner: octo-org, event: push } ]", vec![recycled_owner]),
+        (
+            "repository without its id",
+            "[]",
+            "[ { issuer: github, repository: octo-org/octo-repo, event: push } ]",
+            vec![recycled_repo],
+        ),
+        ("owner without an id", "[]", "[ { issuer: github, owner: octo-org, event: push } ]", vec![recycled_owner]),
         (
             "a glob matching any repository",
             "[]",
-            r#"[ { repository: "glob:*/*", repository_id: "74", event: push } ]"#,
+            r#"[ { issuer: github, repository: "glob:*/*", repository_id: "74", event: push } ]"#,
             vec!["a `glob:` in `repository` matches any repository"],
         ),
         (
             "a glob limited to one owner is fine",
             "[]",
-            r#"[ { repository: "glob:octo-org/*", owner_id: "65", event: push } ]"#,
+            r#"[ { issuer: github, repository: "glob:octo-org/*", owner_id: "65", event: push } ]"#,
             vec![recycled_repo],
         ),
-        ("no event and no ref", "[]", r#"[ { repository_id: "74" } ]"#, vec![pull_request]),
+        ("no event and no ref", "[]", r#"[ { issuer: github, repository_id: "74" } ]"#, vec![pull_request]),
         (
             "pull_request listed",
             "[]",
-            r#"[ { repository_id: "74", event: [push, pull_request] } ]"#,
+            r#"[ { issuer: github, repository_id: "74", event: [push, pull_request] } ]"#,
             vec![pull_request],
         ),
         (
             "merge requests by glob",
             "[]",
-            r#"[ { repository_id: "74", event: "glob:merge_request*" } ]"#,
+            r#"[ { issuer: github, repository_id: "74", event: "glob:merge_request*" } ]"#,
             vec![pull_request],
         ),
-        ("pull refs admitted", "[]", r#"[ { repository_id: "74", ref: "glob:refs/pull/**" } ]"#, vec![pull_request]),
+        (
+            "pull refs admitted",
+            "[]",
+            r#"[ { issuer: github, repository_id: "74", ref: "glob:refs/pull/**" } ]"#,
+            vec![pull_request],
+        ),
         (
             "an undefined runner tier",
             "[ { name: hosted, match: { runner_environment: github-hosted } } ]",
-            r#"[ { repository_id: "74", event: push, runner_tier: [hosted, hostd] } ]"#,
+            r#"[ { issuer: github, repository_id: "74", event: push, runner_tier: [hosted, hostd] } ]"#,
             vec!["`runner_tier: hostd` names no runner tier defined in `runner_tiers`"],
         ),
     ];

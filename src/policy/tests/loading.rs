@@ -8,7 +8,7 @@ const GOOD_ROLE: &str = "roles:
     max_ttl: 15m
     vault: { policies: [deploy] }
     allow:
-      - { repository: octo-org/octo-repo }
+      - { issuer: github, repository: octo-org/octo-repo }
 ";
 
 const DESIGN_EXAMPLE: &str = r#"
@@ -119,7 +119,7 @@ fn load_errors_name_file_line_and_problem() {
         ),
         (
             "vault role without vault section",
-            vec![("p.yaml", role_with("backend: vault\nmax_ttl: 15m\nallow: [ { owner: o } ]\n"))],
+            vec![("p.yaml", role_with("backend: vault\nmax_ttl: 15m\nallow: [ { issuer: github, owner: o } ]\n"))],
             &["p.yaml:2:5: ", "role `r` has backend vault but no `vault:` section", "hint"],
         ),
         (
@@ -222,14 +222,14 @@ fn the_design_example_grants_the_fixture_job() {
 fn a_max_ttl_past_31_days_is_refused_at_load_rather_than_overflowing_at_exchange() {
     let error = load(&[(
         "p.yaml",
-        &role_with("backend: vault\nmax_ttl: 100000y\nvault: { policies: [p] }\nallow:\n  - { repository_id: \"74\" }"),
+        &role_with("backend: vault\nmax_ttl: 100000y\nvault: { policies: [p] }\nallow:\n  - { issuer: github, repository_id: \"74\" }"),
     )])
     .expect_err("refused");
     assert!(error.to_string().contains("over 31d"), "{error}");
     assert!(
         load(&[(
             "p.yaml",
-            &role_with("backend: vault\nmax_ttl: 31d\nvault: { policies: [p] }\nallow:\n  - { repository_id: \"74\" }")
+            &role_with("backend: vault\nmax_ttl: 31d\nvault: { policies: [p] }\nallow:\n  - { issuer: github, repository_id: \"74\" }")
         )])
         .is_ok()
     );

@@ -27,97 +27,97 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "exact comparison is case-sensitive",
-            rule: "{ repository: Octo-Org/octo-repo }",
+            rule: "{ issuer: github, repository: Octo-Org/octo-repo }",
             job: github_job(),
             reasons: &["repository: octo-org/octo-repo is not one of the allowed values"],
         },
         Case {
             name: "exact comparison does not match a prefix",
-            rule: "{ ref: refs/heads/main }",
+            rule: "{ issuer: github, ref: refs/heads/main }",
             job: with(github_job(), |j| j.git_ref = Some("refs/heads/main-2".into())),
             reasons: &["ref: refs/heads/main-2 is not one of the allowed values"],
         },
         Case {
             name: "a list is any of",
-            rule: "{ event: [push, workflow_dispatch] }",
+            rule: "{ issuer: github, event: [push, workflow_dispatch] }",
             job: github_job(),
             reasons: &[],
         },
         Case {
             name: "a list none of whose values match",
-            rule: "{ event: [push, schedule] }",
+            rule: "{ issuer: github, event: [push, schedule] }",
             job: github_job(),
             reasons: &["event: workflow_dispatch is not one of the allowed values"],
         },
         Case {
             name: "glob matches one segment",
-            rule: r#"{ ref: "glob:refs/heads/release/*" }"#,
+            rule: r#"{ issuer: github, ref: "glob:refs/heads/release/*" }"#,
             job: with(github_job(), |j| j.git_ref = Some("refs/heads/release/1".into())),
             reasons: &[],
         },
         Case {
             name: "glob star never crosses a slash",
-            rule: r#"{ ref: "glob:refs/heads/release/*" }"#,
+            rule: r#"{ issuer: github, ref: "glob:refs/heads/release/*" }"#,
             job: with(github_job(), |j| j.git_ref = Some("refs/heads/release/1/x".into())),
             reasons: &["ref: refs/heads/release/1/x is not one of the allowed values"],
         },
         Case {
             name: "glob is anchored at the start",
-            rule: r#"{ ref: "glob:refs/heads/release/*" }"#,
+            rule: r#"{ issuer: github, ref: "glob:refs/heads/release/*" }"#,
             job: with(github_job(), |j| j.git_ref = Some("xrefs/heads/release/1".into())),
             reasons: &["ref: xrefs/heads/release/1 is not one of the allowed values"],
         },
         Case {
             name: "exact and glob values mix in one list",
-            rule: r#"{ ref: [refs/heads/main, "glob:refs/tags/v*"] }"#,
+            rule: r#"{ issuer: github, ref: [refs/heads/main, "glob:refs/tags/v*"] }"#,
             job: with(github_job(), |j| j.git_ref = Some("refs/tags/v1.2".into())),
             reasons: &[],
         },
         Case {
             name: "an integer compares by its text",
-            rule: "{ runner_id: [12] }",
+            rule: "{ issuer: gitlab, runner_id: [12] }",
             job: with(gitlab_job(), |j| j.runner.id = token_fact("12")),
             reasons: &[],
         },
         Case {
             name: "a quoted integer compares the same",
-            rule: r#"{ runner_id: ["12"] }"#,
+            rule: r#"{ issuer: gitlab, runner_id: ["12"] }"#,
             job: with(gitlab_job(), |j| j.runner.id = token_fact("12")),
             reasons: &[],
         },
         Case {
             name: "an integer that differs",
-            rule: "{ runner_id: 12 }",
+            rule: "{ issuer: gitlab, runner_id: 12 }",
             job: gitlab_job(),
             reasons: &["runner_id: 1 is not one of the allowed values"],
         },
         Case {
             name: "a boolean matches Some(true)",
-            rule: "{ ref_protected: true }",
+            rule: "{ issuer: gitlab, ref_protected: true }",
             job: with(gitlab_job(), |j| j.ref_protected = Some(true)),
             reasons: &[],
         },
         Case {
             name: "a boolean does not match Some(false)",
-            rule: "{ ref_protected: true }",
+            rule: "{ issuer: gitlab, ref_protected: true }",
             job: gitlab_job(),
             reasons: &["ref_protected: false is not one of the allowed values"],
         },
         Case {
             name: "a boolean does not match a missing flag",
-            rule: "{ environment_protected: true }",
+            rule: "{ issuer: gitlab, environment_protected: true }",
             job: with(gitlab_job(), |j| j.environment_protected = None),
             reasons: &["environment_protected: the token has no such claim"],
         },
         Case {
             name: "a condition on a missing field is false",
-            rule: "{ environment: prod }",
+            rule: "{ issuer: github, environment: prod }",
             job: with(github_job(), |j| j.environment = None),
             reasons: &["environment: the token has no such claim"],
         },
         Case {
             name: "every failing condition is reported, in rule order",
-            rule: "{ repository: octo-org/other, ref: refs/heads/prod, environment: prod, runner_id: 5 }",
+            rule: "{ issuer: github, repository: octo-org/other, ref: refs/heads/prod, environment: prod, runner_id: 5 }",
             job: github_job(),
             reasons: &[
                 "repository: octo-org/octo-repo is not one of the allowed values",
@@ -125,22 +125,27 @@ fn cases() -> Vec<Case> {
                 "runner_id unknown: neither the token, the CI's API nor a webhook told it",
             ],
         },
-        Case { name: "a string claim", rule: "{ claims: { actor: octocat } }", job: github_job(), reasons: &[] },
+        Case {
+            name: "a string claim",
+            rule: "{ issuer: github, claims: { actor: octocat } }",
+            job: github_job(),
+            reasons: &[],
+        },
         Case {
             name: "a string claim that differs",
-            rule: r#"{ claims: { actor: "dependabot[bot]" } }"#,
+            rule: r#"{ issuer: github, claims: { actor: "dependabot[bot]" } }"#,
             job: github_job(),
             reasons: &["claims.actor: octocat is not one of the allowed values"],
         },
         Case {
             name: "a numeric claim compares by its decimal text",
-            rule: r#"{ claims: { runner_id: "1" } }"#,
+            rule: r#"{ issuer: gitlab, claims: { runner_id: "1" } }"#,
             job: gitlab_job(),
             reasons: &[],
         },
         Case {
             name: "a boolean claim",
-            rule: "{ claims: { ci_flag: true } }",
+            rule: "{ issuer: gitlab, claims: { ci_flag: true } }",
             job: with(gitlab_job(), |j| {
                 j.claims.insert("ci_flag".into(), json!(true));
             }),
@@ -148,19 +153,19 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "a claim array matches on any element",
-            rule: "{ claims: { groups_direct: myothergroup/myothersubgroup } }",
+            rule: "{ issuer: gitlab, claims: { groups_direct: myothergroup/myothersubgroup } }",
             job: gitlab_job(),
             reasons: &[],
         },
         Case {
             name: "a claim array matches a glob on any element",
-            rule: r#"{ claims: { groups_direct: "glob:mygroup/*" } }"#,
+            rule: r#"{ issuer: gitlab, claims: { groups_direct: "glob:mygroup/*" } }"#,
             job: gitlab_job(),
             reasons: &[],
         },
         Case {
             name: "a claim array with no allowed element",
-            rule: "{ claims: { groups_direct: [othergroup] } }",
+            rule: "{ issuer: gitlab, claims: { groups_direct: [othergroup] } }",
             job: gitlab_job(),
             reasons: &[
                 "claims.groups_direct: none of [mygroup/mysubgroup, myothergroup/myothersubgroup] is one of the allowed values",
@@ -168,13 +173,13 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "a missing claim",
-            rule: "{ claims: { actor: octocat } }",
+            rule: "{ issuer: gitlab, claims: { actor: octocat } }",
             job: gitlab_job(),
             reasons: &["claims.actor: the token has no such claim"],
         },
         Case {
             name: "an object claim never matches",
-            rule: r#"{ claims: { extra: "{}" } }"#,
+            rule: r#"{ issuer: github, claims: { extra: "{}" } }"#,
             job: with(github_job(), |j| {
                 j.claims.insert("extra".into(), json!({}));
             }),
@@ -182,7 +187,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "a null claim never matches, not even the text null",
-            rule: "{ claims: { extra: [\"null\", \"\"] } }",
+            rule: "{ issuer: github, claims: { extra: [\"null\", \"\"] } }",
             job: with(github_job(), |j| {
                 j.claims.insert("extra".into(), json!(null));
             }),
@@ -207,7 +212,7 @@ const TIERS: &str = r#"
 
 #[test]
 fn runner_tiers_first_match_wins() {
-    let set = parse(&role_policy(TIERS, "[ { runner_tier: release } ]", "[]"));
+    let set = parse(&role_policy(TIERS, "[ { issuer: [github, gitlab], runner_tier: release } ]", "[]"));
     let cases: Vec<(&str, Job, Option<&str>)> = vec![
         ("github-hosted runner", github_job(), Some("hosted")),
         ("gitlab release runner", with(gitlab_job(), |j| j.runner.id = token_fact("13")), Some("release")),
@@ -229,7 +234,7 @@ fn runner_tiers_first_match_wins() {
 
 #[test]
 fn runner_tier_condition() {
-    let set = parse(&role_policy(TIERS, "[ { runner_tier: release } ]", "[]"));
+    let set = parse(&role_policy(TIERS, "[ { issuer: [github, gitlab], runner_tier: release } ]", "[]"));
     let cases: Vec<(&str, Job, &[&str])> = vec![
         ("in the tier", with(gitlab_job(), |j| j.runner.id = token_fact("12")), &[]),
         ("in another tier", github_job(), &["runner_tier: hosted is not one of the allowed values"]),

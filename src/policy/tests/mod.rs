@@ -1,6 +1,7 @@
 //! Table-driven policy tests: jobs modelled on `tests/fixtures/*-token-claims.json`, each case
 //! changing one thing.
 
+mod allow_issuer;
 mod aws_roles;
 mod deciding;
 mod explaining;

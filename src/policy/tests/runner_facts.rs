@@ -26,83 +26,88 @@ fn labelled(labels: &[&str]) -> Job {
 fn runner_fact_conditions() {
     let release = with(github_job(), |j| j.runner.group = told("release", FactSource::Webhook));
     let cases: Vec<(&str, &str, Job, &[&str])> = vec![
-        ("a group the CI told", "{ runner_group: release }", release.clone(), &[]),
+        ("a group the CI told", "{ issuer: github, runner_group: release }", release.clone(), &[]),
         (
             "another group",
-            "{ runner_group: release }",
+            "{ issuer: github, runner_group: release }",
             with(github_job(), |j| j.runner.group = told("default", FactSource::CiApi)),
             &["runner_group: default is not one of the allowed values"],
         ),
         (
             "a group nobody told, with why",
-            "{ runner_group: release }",
+            "{ issuer: github, runner_group: release }",
             with(github_job(), |j| j.runner.unavailable = Some("the CI's API did not answer: HTTP 503".into())),
             &["runner_group unknown: the CI's API did not answer: HTTP 503"],
         ),
         (
             "a runner name by anchored glob",
-            r#"{ runner_name: "glob:release-runner-*" }"#,
+            r#"{ issuer: github, runner_name: "glob:release-runner-*" }"#,
             with(github_job(), |j| j.runner.name = told("release-runner-5", FactSource::CiApi)),
             &[],
         ),
         (
             "a glob's * does not cross /",
-            r#"{ runner_name: "glob:release/*" }"#,
+            r#"{ issuer: github, runner_name: "glob:release/*" }"#,
             with(github_job(), |j| j.runner.name = told("release/a/b", FactSource::CiApi)),
             &["runner_name: release/a/b is not one of the allowed values"],
         ),
         (
             "labels: every listed one present",
-            "{ runner_labels: [self-hosted, linux] }",
+            "{ issuer: github, runner_labels: [self-hosted, linux] }",
             labelled(&["self-hosted", "linux", "x64"]),
             &[],
         ),
-        ("labels ignore case, as GitHub does", "{ runner_labels: [Linux] }", labelled(&["self-hosted", "LINUX"]), &[]),
+        (
+            "labels ignore case, as GitHub does",
+            "{ issuer: github, runner_labels: [Linux] }",
+            labelled(&["self-hosted", "LINUX"]),
+            &[],
+        ),
         (
             "labels: one listed is absent",
-            "{ runner_labels: [linux, gpu] }",
+            "{ issuer: github, runner_labels: [linux, gpu] }",
             labelled(&["self-hosted", "linux"]),
             &["runner_labels: [self-hosted, linux] lacks a label the rule requires"],
         ),
         (
             "GitLab's runner type",
-            "{ runner_type: [instance_type, group_type] }",
+            "{ issuer: gitlab, runner_type: [instance_type, group_type] }",
             with(gitlab_job(), |j| j.runner.runner_type = told("project_type", FactSource::CiApi)),
             &["runner_type: project_type is not one of the allowed values"],
         ),
         (
             "GitLab's runner manager",
-            "{ runner_manager: s_7c3b2a1f9e04 }",
+            "{ issuer: gitlab, runner_manager: s_7c3b2a1f9e04 }",
             with(gitlab_job(), |j| j.runner.manager = told("s_7c3b2a1f9e04", FactSource::CiApi)),
             &[],
         ),
         (
             "an environment the CI's API told, where the token has none (an Azure pool)",
-            "{ runner_environment: self-hosted }",
+            "{ issuer: github, runner_environment: self-hosted }",
             azure_like(told("self-hosted", FactSource::CiApi)),
             &[],
         ),
         (
             "a Microsoft-hosted pool is not self-hosted",
-            "{ runner_environment: self-hosted }",
+            "{ issuer: github, runner_environment: self-hosted }",
             azure_like(told("microsoft-hosted", FactSource::CiApi)),
             &["runner_environment: microsoft-hosted is not one of the allowed values"],
         ),
         (
             "an environment nobody told is a runner fact unknown, not a claim missing",
-            "{ runner_environment: self-hosted }",
+            "{ issuer: github, runner_environment: self-hosted }",
             azure_like(None),
             &["runner_environment unknown: neither the token, the CI's API nor a webhook told it"],
         ),
         (
             "the token's claim beats what the CI's API told",
-            "{ runner_environment: self-hosted }",
+            "{ issuer: github, runner_environment: self-hosted }",
             with(github_job(), |j| j.runner.environment = told("self-hosted", FactSource::CiApi)),
             &["runner_environment: github-hosted is not one of the allowed values"],
         ),
         (
             "Buildkite's queue",
-            "{ runner_queue: deploy }",
+            "{ issuer: gitlab, runner_queue: deploy }",
             with(gitlab_job(), |j| j.runner.queue = told("deploy", FactSource::Token)),
             &[],
         ),
@@ -136,26 +141,26 @@ const SINGLE_USE: &str = r#"
 
 #[test]
 fn a_decision_says_when_it_needs_runner_facts_the_job_lacks() {
-    let set = parse(&role_policy("[]", "[ { runner_group: release } ]", "[]"));
+    let set = parse(&role_policy("[]", "[ { issuer: github, runner_group: release } ]", "[]"));
     let roles = ["r".to_owned()];
     assert!(set.wants_runner_facts(&github_job(), &roles), "runner_group is not in GitHub's token");
     let told_group = with(github_job(), |j| j.runner.group = told("release", FactSource::Webhook));
     assert!(!set.wants_runner_facts(&told_group, &roles), "already known");
     assert!(!set.wants_runner_facts(&github_job(), &["other".to_owned()]), "no requested role reads it");
 
-    let plain = parse(&role_policy("[]", "[ { repository: octo-org/octo-repo } ]", "[]"));
+    let plain = parse(&role_policy("[]", "[ { issuer: github, repository: octo-org/octo-repo } ]", "[]"));
     assert!(!plain.wants_runner_facts(&github_job(), &roles), "nothing reads a runner fact");
 
-    let tiers = parse(&role_policy(SINGLE_USE, "[ { runner_tier: ephemeral } ]", "[]"));
+    let tiers = parse(&role_policy(SINGLE_USE, "[ { issuer: github, runner_tier: ephemeral } ]", "[]"));
     assert!(tiers.wants_runner_facts(&github_job(), &roles), "a tier match reads runner_group");
 
     const PLAIN_TIER: &str = "[ { name: grouped, match: { runner_group: release } } ]";
-    let unread = parse(&role_policy(PLAIN_TIER, "[ { repository: octo-org/octo-repo } ]", "[]"));
+    let unread = parse(&role_policy(PLAIN_TIER, "[ { issuer: github, repository: octo-org/octo-repo } ]", "[]"));
     assert!(!unread.wants_runner_facts(&github_job(), &roles), "no requested role tests a tier, none is single-use");
-    let read = parse(&role_policy(PLAIN_TIER, "[ { runner_tier: grouped } ]", "[]"));
+    let read = parse(&role_policy(PLAIN_TIER, "[ { issuer: github, runner_tier: grouped } ]", "[]"));
     assert!(read.wants_runner_facts(&github_job(), &roles), "the requested role tests the tier");
 
-    let environment = parse(&role_policy("[]", "[ { runner_environment: self-hosted } ]", "[]"));
+    let environment = parse(&role_policy("[]", "[ { issuer: github, runner_environment: self-hosted } ]", "[]"));
     assert!(!environment.wants_runner_facts(&github_job(), &roles), "the token's claim tells it");
     assert!(environment.wants_runner_facts(&azure_like(None), &roles), "an Azure token does not");
     let told_environment = azure_like(told("self-hosted", FactSource::CiApi));
@@ -164,7 +169,7 @@ fn a_decision_says_when_it_needs_runner_facts_the_job_lacks() {
 
 #[test]
 fn a_single_use_tier_is_told_apart() {
-    let set = parse(&role_policy(SINGLE_USE, "[ { runner_tier: ephemeral } ]", "[]"));
+    let set = parse(&role_policy(SINGLE_USE, "[ { issuer: github, runner_tier: ephemeral } ]", "[]"));
     let ephemeral = with(github_job(), |j| {
         j.runner_environment = Some("self-hosted".into());
         j.runner.group = told("ephemeral", FactSource::CiApi);
