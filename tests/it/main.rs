@@ -18,6 +18,7 @@ mod deploy_files;
 mod dev_token;
 mod exchange_aws;
 mod exchange_refusals;
+mod exchange_replay;
 mod exchange_vault;
 mod github_tokens;
 mod identity_claims;

@@ -34,7 +34,7 @@ on_every_store!(
 
 /// An exchange of job `job_id` that begins lease `id` and spends the token `spends`, if any.
 fn lease(id: &str, job_id: &str, spends: Option<&str>, far: i64) -> NewLeases {
-    let spends = spends.map(|token_id| SpentToken { token_id: token_id.into(), expires_at: far });
+    let spends = spends.map(|token_id| SpentToken { token_id: token_id.into(), legacy_id: None, expires_at: far });
     NewLeases { spends, ..support::store::lease(id, job_id, far) }
 }
 
