@@ -203,7 +203,7 @@ async fn record_before_minting(store: &Store, job: &Job, roles: &[&Role]) {
         job_id: job.job_id.clone(),
         repository: job.repository.clone(),
         job_keep_until: last_expiry.max(job.expires_at) + retention,
-        spends: Some(SpentToken { token_id: job.token_id.clone(), expires_at: job.expires_at }),
+        spends: Some(SpentToken { token_id: job.token_id.clone(), legacy_id: None, expires_at: job.expires_at }),
         leases: roles
             .iter()
             .map(|role| NewLease {

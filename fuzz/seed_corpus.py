@@ -128,6 +128,8 @@ def tokens():
         "tag-ref": edited(circleci, **{prefix + "vcs-ref": "refs/tags/v1.0.0"}),
         "no-vcs-origin": edited(circleci, **{prefix + "vcs-origin": None}),
         "numeric-job-id": edited(circleci, **{prefix + "job-id": 8}),
+        "ssh-rerun": edited(circleci, **{prefix + "ssh-rerun": True}),
+        "ssh-rerun-string": edited(circleci, **{prefix + "ssh-rerun": "true"}),
     })
     # Jenkins names jobs below its controller's root: the fixture's host becomes the target's.
     jenkins = json.loads(json.dumps(fixture("jenkins-token-claims.json")).replace("https://jenkins.example.com", ISSUER))

@@ -189,8 +189,13 @@ pub struct Job {
     /// whose token names only the run.
     pub named_job: Option<NamedJob>,
     pub dangerous_trigger: Option<DangerousTrigger>,
-    /// Identifies this one token for replay protection: its `jti`, or the SHA-256 of its text.
+    /// Identifies this one token for replay protection: `jti:<jti>`, or without one
+    /// `signed-sha256:<SHA-256 of its signed part>` (what its signature covers, so that a
+    /// re-encoded signature names the same token).
     pub token_id: String,
+    /// For a token without `jti`, the id earlier releases spent it under (`sha256:<SHA-256 of
+    /// its whole text>`), spent too so that a token spent before the upgrade stays spent.
+    pub legacy_token_id: Option<String>,
     /// Unix seconds.
     pub expires_at: i64,
     /// Every claim of the token, for `claims:` conditions.

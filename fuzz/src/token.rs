@@ -12,7 +12,7 @@
 use std::sync::OnceLock;
 
 use ci_creds::dev::SigningKey;
-use ci_creds::identity::{FixedKeys, IssuerConfig, Verifier};
+use ci_creds::identity::{FixedKeys, IssuerConfig, Verifier, signed_part_id};
 use ci_creds::job::CiKind;
 use ci_creds::policy::{PolicyFile, PolicySet};
 use serde_json::{Value, json};
@@ -134,6 +134,12 @@ pub fn fuzz(kind: CiKind, data: &[u8]) {
             // The mapping refuses a job it cannot name, rather than granting on a missing fact.
             assert!(!job.job_id.is_empty() && !job.repository.is_empty());
             assert_eq!(job.kind, Some(kind));
+            // Without a `jti`, the replay id leaves the signature out (ECDSA's (r, n − s) verifies
+            // too), and the whole text's id of earlier releases goes with it.
+            if !job.token_id.starts_with("jti:") {
+                assert_eq!(job.token_id, signed_part_id(&token));
+                assert!(job.legacy_token_id.is_some());
+            }
             let _ = harness.policy.decide(&job, &harness.roles);
             for role in &harness.roles {
                 let _ = harness.policy.explain(&job, role);
@@ -173,5 +179,24 @@ mod tests {
                 assert!(job.is_ok(), "{target}/{seed}: {:?}", job.err());
             }
         }
+    }
+
+    /// CircleCI's tokens carry no `jti`: its seeds reach the replay-id check, and the SSH rerun
+    /// seeds reach the dangerous trigger and the refusal of a claim that is not a boolean.
+    #[test]
+    fn circleci_seeds_reach_the_replay_id_and_the_ssh_rerun_trigger() {
+        let harness = Harness::new(CiKind::Circleci);
+        let verify = |seed: &str| {
+            let data = std::fs::read(format!("{}/corpus/token_circleci/{seed}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+            let (token, _) = harness.token(&data).unwrap();
+            (harness.runtime.block_on(harness.verifier.verify(&token)), token)
+        };
+        for (seed, event) in [("fixture", None), ("ssh-rerun", Some("ssh_rerun"))] {
+            let (job, token) = verify(seed);
+            let job = job.unwrap_or_else(|error| panic!("{seed}: {error:?}"));
+            assert_eq!(job.token_id, signed_part_id(&token), "{seed}");
+            assert_eq!(job.event.as_deref(), event, "{seed}");
+        }
+        assert!(verify("ssh-rerun-string").0.is_err());
     }
 }

@@ -10,7 +10,7 @@ mod verifier;
 pub use error::Error;
 pub use keys::{FixedKeys, KeyStore, REFRESH_COOLDOWN};
 pub use mapping::{job_from_claims, job_from_issuer_claims};
-pub use verifier::{MAX_TOKEN_BYTES, Verifier, token_sha256};
+pub use verifier::{MAX_TOKEN_BYTES, Verifier, signed_part_id, token_sha256};
 
 use std::collections::BTreeMap;
 use std::time::Duration;

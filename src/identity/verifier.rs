@@ -114,10 +114,12 @@ impl Verifier {
         check_issued_at(registered.iat)?;
         check_lifetime(issuer, registered.iat, registered.exp)?;
         let mut job = job_from_issuer_claims(issuer, claims)?;
-        job.token_id = match registered.jti {
-            Some(jti) if !jti.is_empty() => format!("jti:{jti}"),
-            _ => format!("sha256:{}", token_sha256(token)),
-        };
+        if let Some(jti) = registered.jti.filter(|jti| !jti.is_empty()) {
+            job.token_id = format!("jti:{jti}");
+        } else {
+            job.token_id = signed_part_id(token);
+            job.legacy_token_id = Some(format!("sha256:{}", token_sha256(token)));
+        }
         job.expires_at = registered.exp;
         Ok(job)
     }
@@ -133,9 +135,19 @@ fn validation(issuer: &IssuerConfig, audience: &str, alg: Algorithm) -> Validati
     validation
 }
 
-/// The hex SHA-256 of a token's text: how audit events and replay records name a token.
+/// The hex SHA-256 of a token's text: how audit events name a token.
 pub fn token_sha256(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// The replay id of a verified token without `jti`: the SHA-256 of what its signature covers,
+/// `header.payload`, cut where `jsonwebtoken` cuts it (at the last '.'). The signature itself is
+/// left out: an ECDSA signature (r, s) verifies as (r, n − s) too, so hashing the whole text would
+/// let an ES256/ES384 token be spent twice. The prefix differs from the whole-text ids that
+/// earlier releases recorded (`sha256:`), which the verifier hands on as `legacy_token_id`.
+pub fn signed_part_id(token: &str) -> String {
+    let signed = token.rsplit_once('.').map_or(token, |(signed, _)| signed);
+    format!("signed-sha256:{}", hex::encode(Sha256::digest(signed.as_bytes())))
 }
 
 fn check_issued_at(iat: Option<i64>) -> Result<(), Error> {

@@ -182,7 +182,16 @@ impl Broker {
             job_id: job.job_id.clone(),
             repository: job.repository.clone(),
             job_keep_until: keep_until(last_expiry.max(job.expires_at), self.lifecycle.retention),
-            spends: Some(SpentToken { token_id: job.token_id.clone(), expires_at: job.expires_at }),
+            // Spending the legacy id too, rather than only looking it up, keeps replicas of the
+            // previous release (which spend only that id) and this one refusing each other's
+            // replays during a rolling upgrade: two inserts of one key conflict atomically across
+            // replicas, where a lookup would race an uncommitted insert. The cost is one more row
+            // in the same statement, for tokens without `jti` only, pruned at `exp` like the other.
+            spends: Some(SpentToken {
+                token_id: job.token_id.clone(),
+                legacy_id: job.legacy_token_id.clone(),
+                expires_at: job.expires_at,
+            }),
             leases: roles
                 .iter()
                 .zip(&planned)

@@ -99,14 +99,25 @@ pub struct NewLease {
 #[derive(Clone, Debug)]
 pub struct SpentToken {
     pub token_id: String,
+    /// Another id the same token is spent under in the same transaction, and refused if already
+    /// spent under: `Job::legacy_token_id`.
+    pub legacy_id: Option<String>,
     /// Unix seconds; the record is kept until then, as the token can be replayed until then.
     pub expires_at: i64,
+}
+
+impl SpentToken {
+    /// Every id the token is spent under; it is a replay if any of them was spent before.
+    pub(super) fn ids(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.token_id.as_str()).chain(self.legacy_id.as_deref())
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LeaseBegun {
     Begun,
-    /// The token was exchanged before: nothing was written.
+    /// The token was exchanged before: nothing was written, but for its other ids being spent
+    /// too (each names the same signed token, so each is truly spent).
     Replayed,
     /// The job has ended: nothing may be minted for it.
     JobEnded,

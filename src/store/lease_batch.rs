@@ -10,7 +10,7 @@ use std::collections::btree_map::Entry;
 
 use sqlx::{AnyConnection, Connection, Row};
 
-use super::{Error, LeaseBegun, LeaseState, NewLease, NewLeases};
+use super::{Error, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 use crate::clock::now;
 
 /// A lease to activate: its id, its handle as stored (JSON), and its credential's expiry.
@@ -55,12 +55,14 @@ async fn begin_leases(tx: &mut AnyConnection, begins: &[&NewLeases], now: i64) -
     let mut outcomes = vec![LeaseBegun::Begun; begins.len()];
     // A token presented twice in one batch: the second presentation fares as it would after the
     // first one's commit, decided once the first one's outcome is known.
-    // Each token's first spender in the batch, and the token's expiry.
+    // Each token id's first spender in the batch, and the token's expiry. A token spent under
+    // two ids (`SpentToken::legacy_id`) is a replay if either was spent or repeats in the batch.
     let mut first_spender: BTreeMap<Key, (usize, i64)> = BTreeMap::new();
     let mut repeats = Vec::new();
     for (n, begin) in begins.iter().enumerate() {
-        if let Some(token) = &begin.spends {
-            match first_spender.entry((&begin.issuer, &token.token_id)) {
+        let Some(token) = &begin.spends else { continue };
+        for id in token.ids() {
+            match first_spender.entry((&begin.issuer, id)) {
                 Entry::Vacant(entry) => {
                     entry.insert((n, token.expires_at));
                 }
@@ -84,8 +86,8 @@ async fn begin_leases(tx: &mut AnyConnection, begins: &[&NewLeases], now: i64) -
         if outcomes[n] == LeaseBegun::Begun && !contains(&active, (&begin.issuer, &begin.job_id)) {
             outcomes[n] = LeaseBegun::JobEnded;
             // Alone, the whole transaction rolls back: the token stays unspent.
-            if let Some(token) = &begin.spends {
-                unspend.push((begin.issuer.as_str(), token.token_id.as_str()));
+            for id in begin.spends.iter().flat_map(SpentToken::ids) {
+                unspend.push((begin.issuer.as_str(), id));
             }
         }
     }

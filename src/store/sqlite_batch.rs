@@ -178,8 +178,12 @@ fn run_in_transaction(connection: &mut Connection, writes: &[Write]) -> Result<V
 /// See [`super::Store::begin_leases`]: refused, it leaves nothing behind.
 fn begin_leases(tx: &Connection, new: &NewLeases, now: i64) -> Result<LeaseBegun, Error> {
     if let Some(token) = &new.spends {
-        let spent = tx.prepare_cached(SPEND_TOKEN)?.execute(params![new.issuer, token.token_id, token.expires_at])?;
-        if spent == 0 {
+        let mut replayed = false;
+        for id in token.ids() {
+            replayed |= tx.prepare_cached(SPEND_TOKEN)?.execute(params![new.issuer, id, token.expires_at])? == 0;
+        }
+        if replayed {
+            // Its other id, if newly spent, stays so: it names the same signed token.
             return Ok(LeaseBegun::Replayed);
         }
     }
@@ -195,7 +199,9 @@ fn begin_leases(tx: &Connection, new: &NewLeases, now: i64) -> Result<LeaseBegun
     ])?;
     if seen == 0 {
         if let Some(token) = &new.spends {
-            tx.prepare_cached(UNSPEND_TOKEN)?.execute(params![new.issuer, token.token_id])?;
+            for id in token.ids() {
+                tx.prepare_cached(UNSPEND_TOKEN)?.execute(params![new.issuer, id])?;
+            }
         }
         return Ok(LeaseBegun::JobEnded);
     }

@@ -100,7 +100,7 @@ async fn maps_gitlab_fixture_onto_the_project_the_job_runs_in() {
 }
 
 #[tokio::test]
-async fn identifies_a_buildkite_token_without_jti_by_its_sha256() {
+async fn identifies_a_buildkite_token_without_jti_by_its_signed_part() {
     let issuer = start_issuer().await;
     let verifier = verifier_for(&issuer, CiKind::Buildkite, vec![Algorithm::RS256]);
     let token = issuer.sign(&claims_for(&issuer, "buildkite-token-claims.json", |_| {})).unwrap();
@@ -108,10 +108,28 @@ async fn identifies_a_buildkite_token_without_jti_by_its_sha256() {
     assert_eq!(job.job_id, "0184990a-477b-4fa8-9968-496074483cee");
     assert_eq!(job.repository, "acme-inc/super-duper-app");
     assert_eq!(job.git_ref.as_deref(), Some("refs/heads/main"));
-    assert_eq!(job.token_id, format!("sha256:{}", ci_creds::identity::token_sha256(&token)));
+    let (signed, _) = token.rsplit_once('.').unwrap();
+    assert_eq!(job.token_id, format!("signed-sha256:{}", ci_creds::identity::token_sha256(signed)));
+    assert_eq!(job.legacy_token_id, Some(format!("sha256:{}", ci_creds::identity::token_sha256(&token))));
     let told = |value: &str| Some(Sourced::new(value.to_owned(), FactSource::Token));
     assert_eq!(job.runner.id, told("0184990a-4782-42b5-afc1-16715b10b8ff"));
     assert_eq!((job.runner.queue.clone(), job.runner.labels.clone()), (None, None), "no optional claim asked for");
+}
+
+/// ECDSA is malleable: (r, n − s) verifies wherever (r, s) does. Without `jti`, both texts must
+/// name one token, or it could be spent twice.
+#[tokio::test]
+async fn an_es256_token_without_jti_keeps_its_id_when_its_s_becomes_n_minus_s() {
+    let issuer = DevIssuer::start("127.0.0.1:0".parse().unwrap(), SigningKey::generate_es256().unwrap()).await.unwrap();
+    let verifier = verifier_for(&issuer, CiKind::Circleci, vec![Algorithm::ES256]);
+    let token = issuer.sign(&claims_for(&issuer, "circleci-token-claims.json", |_| {})).unwrap();
+    let malleated = crate::support::ecdsa::with_s_negated(&token);
+    assert_ne!(malleated, token);
+    let job = verifier.verify(&token).await.expect("valid token");
+    let twin = verifier.verify(&malleated).await.expect("n − s verifies too");
+    assert!(job.token_id.starts_with("signed-sha256:"), "{}", job.token_id);
+    assert_eq!(twin.token_id, job.token_id, "one token, one replay id");
+    assert_ne!(twin.legacy_token_id, job.legacy_token_id, "the whole text's hash told them apart");
 }
 
 #[tokio::test]

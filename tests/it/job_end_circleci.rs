@@ -1,5 +1,6 @@
 //! CircleCI's `job-completed` webhook ends the job its `job.id` names (the token's
-//! `oidc.circleci.com/job-id`): signed deliveries only, each applied once.
+//! `oidc.circleci.com/job-id`): signed deliveries only, each applied once. And a job rerun with
+//! SSH gets nothing unless a rule names it.
 
 use std::time::Duration;
 
@@ -20,6 +21,17 @@ const ROLE: &str = r#"
     allow:
       - issuer: circleci
         repository_id: "84996744-a854-4f5e-aea3-04e2851dc1d2"
+"#;
+const SSH_ROLE: &str = r#"
+  - name: circleci-debug
+    backend: vault
+    max_ttl: 5m
+    vault:
+      policies: [read-config]
+    allow:
+      - issuer: circleci
+        repository_id: "84996744-a854-4f5e-aea3-04e2851dc1d2"
+        event: ssh_rerun
 "#;
 
 fn signed(signatures: &str) -> Vec<(&'static str, String)> {
@@ -80,4 +92,31 @@ async fn a_signed_job_completed_ends_the_job_once_and_bad_signatures_change_noth
         .expect("signs");
     let (status, answer) = stack.broker.exchange(&fresh, &json!({ "roles": ["circleci-config"] })).await;
     assert_eq!((status, answer["error"].as_str()), (409, Some("job_ended")), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refuses_an_ssh_rerun_unless_a_rule_names_it() {
+    let circleci = start_issuer().await;
+    let config = format!("[[issuers]]\nname = \"circleci\"\nkind = \"circleci\"\nissuer = \"{}\"\n", circleci.url());
+    let stack = Stack::start_with(&config, &format!("{ROLE}{SSH_ROLE}"), Vec::new()).await;
+    let token = |ssh_rerun: bool| {
+        let claims = claims_for(&circleci, "circleci-token-claims.json", |claims| {
+            claims["oidc.circleci.com/ssh-rerun"] = json!(ssh_rerun);
+            // Each token its own: CircleCI's carry no jti.
+            claims["iat"] = (claims["iat"].as_i64().unwrap_or_default() - i64::from(ssh_rerun)).into();
+        });
+        circleci.sign(&claims).expect("signs")
+    };
+    let rerun = token(true);
+    let (status, answer) = stack.broker.exchange(&rerun, &json!({ "roles": ["circleci-config"] })).await;
+    assert_eq!((status, answer["error"].as_str()), (403, Some("access_denied")), "{answer}");
+    assert_eq!(
+        answer["denied"][0]["reasons"],
+        json!(["event: ssh_rerun is a dangerous trigger and the rule does not name it explicitly"])
+    );
+    // A denial spends nothing: the same token again.
+    let (status, answer) = stack.broker.exchange(&rerun, &json!({ "roles": ["circleci-debug"] })).await;
+    assert_eq!(status, 200, "a rule naming ssh_rerun allows it: {answer}");
+    let (status, answer) = stack.broker.exchange(&token(false), &json!({ "roles": ["circleci-config"] })).await;
+    assert_eq!(status, 200, "the same job without SSH: {answer}");
 }

@@ -19,6 +19,7 @@ mod dev_token;
 mod doc_links;
 mod exchange_aws;
 mod exchange_refusals;
+mod exchange_replay;
 mod exchange_vault;
 mod first_exchange;
 mod github_tokens;

@@ -243,6 +243,41 @@ role deploy: denied
 }
 
 #[test]
+fn explain_says_a_circleci_ssh_rerun_is_a_dangerous_trigger() {
+    let role = r#"
+roles:
+  - name: config
+    backend: vault
+    max_ttl: 15m
+    vault: { policies: [config] }
+    allow:
+      - { issuer: circleci, repository_id: "84996744-a854-4f5e-aea3-04e2851dc1d2" }
+"#;
+    let mut claims: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("circleci-token-claims.json")).unwrap()).unwrap();
+    claims["oidc.circleci.com/ssh-rerun"] = true.into();
+    let dir = dir_with(&[("policy/roles.yaml", role), ("claims.json", &claims.to_string())]);
+    let explain =
+        |claims: &Path| ci_creds(&["policy", "explain", "--claims", arg(claims), arg(&dir.path().join("policy"))]);
+    let output = explain(&dir.path().join("claims.json"));
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = stdout(&output);
+    assert!(
+        text.ends_with(
+            "role config: denied
+  allow rule 1: does not match
+    held    issuer: circleci  (accepts circleci)
+    held    repository_id: 84996744-a854-4f5e-aea3-04e2851dc1d2  (accepts 84996744-a854-4f5e-aea3-04e2851dc1d2)
+    failed  event: ssh_rerun is a dangerous trigger and the rule does not name it explicitly
+"
+        ),
+        "{text}"
+    );
+    let ordinary = explain(&fixture("circleci-token-claims.json"));
+    assert!(stdout(&ordinary).contains("role config: granted"), "{}", stdout(&ordinary));
+}
+
+#[test]
 fn explain_refuses_an_iss_the_config_does_not_know() {
     let config = "[[issuers]]\nname = \"gl\"\nkind = \"gitlab\"\nissuer = \"https://gitlab.example.com\"\n";
     let dir = dir_with(&[("config.toml", config), ("roles.yaml", ROLE)]);

@@ -34,8 +34,14 @@ on_every_store!(
 
 /// An exchange of job `job_id` that begins lease `id` and spends the token `spends`, if any.
 fn lease(id: &str, job_id: &str, spends: Option<&str>, far: i64) -> NewLeases {
-    let spends = spends.map(|token_id| SpentToken { token_id: token_id.into(), expires_at: far });
+    let spends = spends.map(|token_id| SpentToken { token_id: token_id.into(), legacy_id: None, expires_at: far });
     NewLeases { spends, ..support::store::lease(id, job_id, far) }
+}
+
+/// The same for a token without `jti`, spent under its signed part's id and its whole text's.
+fn lease_without_jti(id: &str, job_id: &str, signed: &str, whole: &str, far: i64) -> NewLeases {
+    let spends = SpentToken { token_id: signed.into(), legacy_id: Some(whole.into()), expires_at: far };
+    NewLeases { spends: Some(spends), ..support::store::lease(id, job_id, far) }
 }
 
 async fn concurrent_leases_begin_together_as_each_would_alone(subject: Subject) {
@@ -43,6 +49,7 @@ async fn concurrent_leases_begin_together_as_each_would_alone(subject: Subject) 
     let far = now() + 3600;
     store.end_job("github", "ended", "webhook:github", None, far).await.unwrap();
     assert!(store.record_exchange("github", "jti:spent", far).await.unwrap());
+    assert!(store.record_exchange("github", "sha256:before-upgrade", far).await.unwrap());
     let others: Vec<(String, String)> = (0..20).map(|n| (format!("lease-{n}"), format!("job-{n}"))).collect();
     let tokens: Vec<String> = (0..20).map(|n| format!("jti:{n}")).collect();
 
@@ -53,6 +60,22 @@ async fn concurrent_leases_begin_together_as_each_would_alone(subject: Subject) 
         ("a token spent before", lease("old", "2", Some("jti:spent"), far), LeaseBegun::Replayed),
         ("an ended job", lease("late", "ended", Some("jti:late"), far), LeaseBegun::JobEnded),
         ("an ended job, its token again", lease("late-2", "ended", Some("jti:late"), far), LeaseBegun::JobEnded),
+        ("no jti", lease_without_jti("es", "3", "signed-sha256:m", "sha256:m1", far), LeaseBegun::Begun),
+        (
+            "no jti, its signature re-encoded",
+            lease_without_jti("es-2", "3", "signed-sha256:m", "sha256:m2", far),
+            LeaseBegun::Replayed,
+        ),
+        (
+            "no jti, spent before the upgrade",
+            lease_without_jti("up", "4", "signed-sha256:u", "sha256:before-upgrade", far),
+            LeaseBegun::Replayed,
+        ),
+        (
+            "no jti, an ended job",
+            lease_without_jti("late-3", "ended", "signed-sha256:e", "sha256:e1", far),
+            LeaseBegun::JobEnded,
+        ),
     ];
     for ((id, job), token) in others.iter().zip(&tokens) {
         cases.push(("another job", lease(id, job, Some(token), far), LeaseBegun::Begun));
@@ -75,12 +98,23 @@ async fn concurrent_leases_begin_together_as_each_would_alone(subject: Subject) 
     let ended = jobs.iter().find(|job| job.job_id == "ended").unwrap();
     assert_eq!(ended.repository, None, "a refused write leaves the ended job's record as it was");
     assert!(store.leases_of_job("github", "2").await.unwrap().is_empty(), "a replay writes no lease");
-    assert_eq!(store.count_jobs(JobState::Active).await.unwrap(), 21, "job 1 and the 20 others; not the replaying job");
+    assert_eq!(
+        store.count_jobs(JobState::Active).await.unwrap(),
+        22,
+        "jobs 1, 3 and the 20 others; not the replaying ones"
+    );
     assert!(!store.record_exchange("github", "jti:19", far).await.unwrap(), "the others' tokens are spent");
     assert!(
         store.record_exchange("github", "jti:late", far).await.unwrap(),
         "a token refused for its ended job stays unspent, as when written alone"
     );
+    for id in ["signed-sha256:e", "sha256:e1"] {
+        assert!(
+            store.record_exchange("github", id, far).await.unwrap(),
+            "both ids of a token refused for its ended job"
+        );
+    }
+    assert!(!store.record_exchange("github", "sha256:m1", far).await.unwrap(), "a token's legacy id is spent with it");
 }
 
 async fn concurrent_activations_and_begins_commit_together(subject: Subject) {

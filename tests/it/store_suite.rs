@@ -21,6 +21,7 @@ on_every_store!(
     two_workers_never_claim_the_same_task,
     confirms_many_revocations_in_one_write,
     spends_a_token_with_its_leases_and_refuses_its_replay,
+    spends_a_token_under_its_legacy_id_too_and_refuses_one_spent_there,
     a_job_ending_during_exchanges_leaves_no_active_lease,
     hands_out_the_jobs_asked_longest_ago_once_and_never_an_ended_one,
     shares_one_ci_api_budget_between_replicas,
@@ -225,7 +226,7 @@ async fn confirms_many_revocations_in_one_write(subject: Subject) {
 async fn spends_a_token_with_its_leases_and_refuses_its_replay(subject: Subject) {
     let store = subject.store;
     let far = now() + 3600;
-    let spends = Some(SpentToken { token_id: "jti:t1".into(), expires_at: far });
+    let spends = Some(SpentToken { token_id: "jti:t1".into(), legacy_id: None, expires_at: far });
     let mut first = NewLeases { spends: spends.clone(), ..lease("l1", "42", far) };
     first.leases.push(NewLease { id: "l1-read".into(), role: "read".into(), ..first.leases[0].clone() });
     assert_eq!(store.begin_leases(first).await.unwrap(), LeaseBegun::Begun);
@@ -238,6 +239,27 @@ async fn spends_a_token_with_its_leases_and_refuses_its_replay(subject: Subject)
     assert_eq!(store.begin_leases(replay).await.unwrap(), LeaseBegun::Replayed);
     assert!(store.leases_of_job("github", "43").await.unwrap().is_empty(), "a replay writes no lease");
     assert_eq!(store.count_jobs(JobState::Active).await.unwrap(), 1, "nor the replaying job");
+}
+
+/// A token without `jti`: spent under its signed part's id and, for the release before, under
+/// its whole text's; a replay if either was spent.
+async fn spends_a_token_under_its_legacy_id_too_and_refuses_one_spent_there(subject: Subject) {
+    let store = subject.store;
+    let far = now() + 3600;
+    let spent = |id: &str, legacy: &str| {
+        Some(SpentToken { token_id: id.into(), legacy_id: Some(legacy.into()), expires_at: far })
+    };
+    let first = NewLeases { spends: spent("signed-sha256:a", "sha256:a1"), ..lease("l1", "42", far) };
+    assert_eq!(store.begin_leases(first).await.unwrap(), LeaseBegun::Begun);
+    assert!(!store.record_exchange("github", "sha256:a1", far).await.unwrap(), "the legacy id is spent too");
+
+    assert!(store.record_exchange("github", "sha256:b1", far).await.unwrap(), "spent before the upgrade");
+    let upgraded = NewLeases { spends: spent("signed-sha256:b", "sha256:b1"), ..lease("l2", "43", far) };
+    assert_eq!(store.begin_leases(upgraded).await.unwrap(), LeaseBegun::Replayed);
+    assert!(store.leases_of_job("github", "43").await.unwrap().is_empty(), "a replay writes no lease");
+
+    let malleated = NewLeases { spends: spent("signed-sha256:a", "sha256:a2"), ..lease("l3", "44", far) };
+    assert_eq!(store.begin_leases(malleated).await.unwrap(), LeaseBegun::Replayed, "same signed part");
 }
 
 async fn hands_out_the_jobs_asked_longest_ago_once_and_never_an_ended_one(subject: Subject) {

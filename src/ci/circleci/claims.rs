@@ -6,7 +6,11 @@ use serde_json::Value;
 
 use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, required};
-use crate::job::{CiKind, Job};
+use crate::job::{CiKind, DangerousTrigger, Job};
+
+/// What a policy rule names (`event: ssh_rerun`) to let a job rerun with SSH have credentials: a
+/// person has a shell inside the job, with everything the job may do.
+pub const SSH_RERUN_EVENT: &str = "ssh_rerun";
 
 #[derive(Deserialize)]
 struct Claims {
@@ -22,6 +26,11 @@ struct Claims {
     vcs_ref: Option<String>,
     #[serde(rename = "oidc.circleci.com/pipeline-id")]
     pipeline_id: Option<String>,
+    // circleci-docs: openid-connect-tokens.adoc, "Additional claims": `oidc.circleci.com/ssh-rerun`,
+    // "A boolean indicating if the CI job is started using the SSH rerun feature". Anything but a
+    // boolean is refused with the claims; absent is an ordinary run.
+    #[serde(rename = "oidc.circleci.com/ssh-rerun", default)]
+    ssh_rerun: bool,
 }
 
 pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
@@ -42,6 +51,8 @@ pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
         owner_id: c.org_id,
         git_ref: c.vcs_ref,
         ref_type,
+        event: c.ssh_rerun.then(|| SSH_RERUN_EVENT.to_owned()),
+        dangerous_trigger: c.ssh_rerun.then(|| DangerousTrigger::Event(SSH_RERUN_EVENT.to_owned())),
         ..Job::new(
             issuer.name,
             required(c.job_id, "oidc.circleci.com/job-id")?,
@@ -49,3 +60,7 @@ pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
         )
     })
 }
+
+#[cfg(test)]
+#[path = "claims_tests.rs"]
+mod tests;

@@ -180,6 +180,33 @@ fn dangerous_event_needs_a_literal_rule() {
     }
 }
 
+/// A CircleCI job rerun with SSH, as `ci::circleci` maps it.
+fn ssh_rerun() -> Job {
+    let mut job = Job::new("circleci", "8b91f9a8-7975-4e60-916c-f0152ccbc937", "github.com/circleci/webhook-service");
+    job.kind = Some(crate::job::CiKind::Circleci);
+    job.git_ref = Some("refs/heads/main".into());
+    job.event = Some("ssh_rerun".into());
+    job.dangerous_trigger = Some(DangerousTrigger::Event("ssh_rerun".into()));
+    job
+}
+
+#[test]
+fn a_circleci_ssh_rerun_needs_a_rule_naming_it() {
+    const REFUSED: &str = "event: ssh_rerun is a dangerous trigger and the rule does not name it explicitly";
+    let cases: Vec<(&str, &str, &[&str])> = vec![
+        ("named literally", "[ { issuer: circleci, event: ssh_rerun } ]", &[]),
+        ("its repository and branch only", "[ { issuer: circleci, ref: refs/heads/main } ]", &[REFUSED]),
+        ("only a glob matches", r#"[ { issuer: circleci, event: "glob:ssh*" } ]"#, &[REFUSED]),
+    ];
+    for (name, allow, reasons) in cases {
+        let set = parse(&role_policy("[]", allow, "[]"));
+        assert_eq!(reasons_for_r(&set, &ssh_rerun()), reasons, "case: {name}");
+    }
+    let set = parse(&role_policy("[]", "[ { issuer: circleci, ref: refs/heads/main } ]", "[]"));
+    let ordinary = with(ssh_rerun(), |j| (j.event, j.dangerous_trigger) = (None, None));
+    assert_eq!(reasons_for_r(&set, &ordinary), Vec::<String>::new(), "the same job without SSH is granted");
+}
+
 fn fork_pipeline() -> Job {
     with(gitlab_job(), |j| {
         j.claims.insert("project_path".into(), json!("fork-owner/my-project"));
