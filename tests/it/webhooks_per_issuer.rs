@@ -138,7 +138,13 @@ async fn jenkins_root_and_folder_issuers_each_end_their_own_builds_at_their_own_
     // A name nobody configured is no endpoint, and not a label either.
     let (status, answer) = deliver("/v1/webhooks/jenkins-teams", NOTIFICATION_CREDENTIALS, 44).await;
     assert_eq!((status, &answer["error"]), (404, &json!("not_found")), "{answer}");
-    assert!(!metric_lines(&stack).await.iter().any(|line| line.contains("jenkins-teams")));
+    let lines = metric_lines(&stack).await;
+    assert!(!lines.iter().any(|line| line.contains("jenkins-teams")), "{lines:#?}");
+    // A CI's own path with no table is counted under that CI, as before tables had names.
+    let (status, _) = deliver("/v1/webhooks/circleci", NOTIFICATION_CREDENTIALS, 44).await;
+    assert_eq!(status, 404);
+    let unconfigured = r#"ci_creds_webhook_deliveries_total{ci="circleci",webhook="circleci",outcome="not_found"} 1"#;
+    assert!(metric_lines(&stack).await.iter().any(|line| line == unconfigured));
 }
 
 #[tokio::test(flavor = "multi_thread")]
