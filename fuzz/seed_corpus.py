@@ -328,6 +328,12 @@ def configs():
         "symmetric-alg": head + issuer + 'algorithms = ["HS256"]\n' + vault,
         "not-sqlite": head.replace("sqlite://", "mysql://") + issuer + vault,
         "webhook-wrong-kind": head + issuer + '[webhooks.gitlab]\nissuer = "github"\ntoken_env = "T"\n',
+        "webhooks-per-issuer": head + '[[issuers]]\nname = "jenkins"\nkind = "jenkins"\nissuer = "https://jenkins.example.com/oidc"\n'
+                               '[[issuers]]\nname = "jenkins-teams"\nkind = "jenkins"\n'
+                               'issuer = "https://jenkins.example.com/oidc/job/teams"\n' + vault
+                               + '[webhooks.jenkins]\nissuer = "jenkins"\ncredentials_env = "JENKINS_WEBHOOK_CREDENTIALS"\n'
+                                 '[webhooks.jenkins-teams]\nissuer = "jenkins-teams"\ncredentials_env = "TEAMS_CREDENTIALS"\n',
+        "webhook-bad-name": head + issuer + '[webhooks."a/b"]\nissuer = "github"\nsecret_env = "S"\n',
         "zero-sweep": head + issuer + '[lifecycle]\nsweep_interval = "0s"\n',
         "bad-duration": head + issuer + '[lifecycle]\nretention = "forever"\n',
         "limits-inverted": head + issuer + '[limits]\nmax_connections = 1\nmax_in_flight = 1\n',

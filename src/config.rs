@@ -16,8 +16,9 @@ use crate::backends::{AwsConfig, GithubConfig, VaultConfig};
 use crate::ci_api::CiApisConfig;
 use crate::env_secret::secret_from_env;
 use crate::identity::{ASYMMETRIC_ALGORITHMS, IssuerConfig};
+use crate::job::CiKind;
 use crate::lifecycle::LifecycleConfig;
-use crate::lifecycle::webhooks::{Webhooks, WebhooksConfig};
+use crate::lifecycle::webhooks::{self, Webhooks, WebhooksConfig};
 use crate::metrics::MetricsConfig;
 use crate::net::check_url_scheme;
 use crate::policy::{self, PolicyFile, PolicySet};
@@ -158,15 +159,8 @@ impl Config {
                 check_url_scheme(endpoint).map_err(|e| invalid("aws.endpoint_url", e))?;
             }
         }
-        for (&kind, webhook) in &self.webhooks {
-            let key = format!("webhooks.{}.issuer", kind.name());
-            match self.issuers.iter().find(|configured| configured.name == webhook.issuer) {
-                Some(configured) if configured.kind == kind => {}
-                Some(_) => return Err(invalid(key, format!("`{}` is not a {} issuer", webhook.issuer, kind.name()))),
-                None => return Err(invalid(key, format!("no issuer is named `{}`", webhook.issuer))),
-            }
-            webhook.secret_env(kind).map_err(|(key, message)| invalid(key, message))?;
-        }
+        webhooks::validate(&self.webhooks, |name| self.kind_of(name))
+            .map_err(|(key, message)| invalid(key, message))?;
         self.validate_ci_apis()?;
         self.limits.validate().map_err(|(key, message)| invalid(key, message))?;
         if self.lifecycle.reconcile_interval.is_zero() {
@@ -187,6 +181,11 @@ impl Config {
             return Err(invalid("lifecycle.claim_timeout", "must be at least 1s"));
         }
         Ok(())
+    }
+
+    /// The CI of the configured issuer named `name`.
+    fn kind_of(&self, name: &str) -> Option<CiKind> {
+        self.issuers.iter().find(|issuer| issuer.name == name).map(|issuer| issuer.kind)
     }
 
     fn validate_ci_apis(&self) -> Result<(), Error> {
@@ -215,7 +214,8 @@ impl Config {
     pub fn secrets(&self) -> Result<Secrets, Error> {
         let vault_token =
             self.vault.as_ref().map(|vault| vault.token().map_err(|e| invalid("vault.token_env", e))).transpose()?;
-        let webhooks = Webhooks::from_config(&self.webhooks).map_err(|(key, message)| invalid(key, message))?;
+        let webhooks = Webhooks::from_config(&self.webhooks, |name| self.kind_of(name))
+            .map_err(|(key, message)| invalid(key, message))?;
         let github_private_key = self
             .github
             .as_ref()
@@ -284,3 +284,6 @@ fn yaml_files(dir: &Path, keep: impl Fn(&Path) -> bool) -> std::io::Result<Vec<P
     paths.sort();
     Ok(paths)
 }
+
+#[cfg(test)]
+mod tests;

@@ -115,7 +115,7 @@ fn describe() {
     describe_counter!("ci_creds_jwks_fetches_total", "Issuer key fetches by issuer and result (ok, error).");
     describe_counter!(
         "ci_creds_webhook_deliveries_total",
-        "Webhook deliveries by CI and outcome (ended, ignored, duplicate or error code)."
+        "Webhook deliveries by CI, endpoint (`[webhooks.<name>]`) and outcome (ended, ignored, duplicate or error code)."
     );
     describe_counter!("ci_creds_audit_write_failures_total", "Audit events that could not be written.");
     describe_counter!(
@@ -213,8 +213,11 @@ pub fn jwks_fetch(issuer: &str, ok: bool) {
     counter!("ci_creds_jwks_fetches_total", "issuer" => issuer.to_owned(), "result" => result).increment(1);
 }
 
-pub fn webhook(ci: &'static str, outcome: &'static str) {
-    counter!("ci_creds_webhook_deliveries_total", "ci" => ci, "outcome" => outcome).increment(1);
+/// `webhook` is a configured `[webhooks.<name>]` table's name (or a CI's own path), never a
+/// path a caller made up.
+pub fn webhook(ci: &'static str, webhook: impl Into<SharedString>, outcome: &'static str) {
+    counter!("ci_creds_webhook_deliveries_total", "ci" => ci, "webhook" => webhook.into(), "outcome" => outcome)
+        .increment(1);
 }
 
 pub fn connections_open(open: usize) {

@@ -82,7 +82,7 @@ impl ApiError {
                 L::RunnerReused { .. } => (StatusCode::FORBIDDEN, "runner_reused"),
                 L::RunnerUnknown { .. } => (StatusCode::FORBIDDEN, "runner_unknown"),
                 L::InvalidSignature => (StatusCode::UNAUTHORIZED, "invalid_signature"),
-                L::WebhookNotConfigured(_) => (StatusCode::NOT_FOUND, "not_found"),
+                L::WebhookNotConfigured => (StatusCode::NOT_FOUND, "not_found"),
                 L::Backend(backends::Error::Refused { .. }) => (StatusCode::BAD_GATEWAY, "backend_refused"),
                 L::Backend(_) => (StatusCode::SERVICE_UNAVAILABLE, "backend_unavailable"),
                 L::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),

@@ -60,6 +60,7 @@ fn routes() -> OpenApiRouter<Arc<Broker>> {
     CiKind::ALL
         .into_iter()
         .fold(routes, |routes, kind| routes.routes(webhooks::route(kind)))
+        .routes(routes!(webhooks::named))
         .routes(routes!(health::live))
         .routes(routes!(health::ready))
         .routes(routes!(metrics::scrape))

@@ -1,10 +1,12 @@
-//! `POST /v1/webhooks/<ci>`, one for each CI, and `POST /v1/jobs/self/revoke`.
+//! `POST /v1/webhooks/<name>`, one for each `[webhooks.<name>]` table, and
+//! `POST /v1/jobs/self/revoke`.
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -67,7 +69,8 @@ async fn documented() -> StatusCode {
     StatusCode::NOT_FOUND
 }
 
-/// `POST /v1/webhooks/<name>` for the CI `kind`, with its documentation.
+/// `POST /v1/webhooks/<name>` for the CI `kind`, with its documentation: the endpoint of a table
+/// named after its CI, as `[webhooks.jenkins]`.
 pub fn route(kind: CiKind) -> UtoipaMethodRouter<Arc<Broker>> {
     let (schemas, documented, _): UtoipaMethodRouter<Arc<Broker>> = routes!(documented);
     let mut operation = documented.paths.into_values().find_map(|item| item.post).expect("a documented POST");
@@ -76,14 +79,32 @@ pub fn route(kind: CiKind) -> UtoipaMethodRouter<Arc<Broker>> {
     let path = format!("/v1/webhooks/{}", kind.name());
     let paths = Paths::builder().path(path, PathItem::new(HttpMethod::Post, operation)).build();
     let handler = post(move |State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body| async move {
-        receive(&broker, kind, &headers, body).await
+        receive(&broker, kind.name(), &headers, body).await
     });
     (schemas, paths, handler)
 }
 
-async fn receive(broker: &Broker, source: CiKind, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
+/// A `[webhooks.<name>]` table's deliveries, ending its `issuer`'s jobs only.
+///
+/// Read as that issuer's CI writes them, as at the CI's own path.
+#[utoipa::path(post, path = "/v1/webhooks/{name}", tag = "webhooks", operation_id = "named",
+    params(("name" = String, Path, description = "The table's name: letters, digits, `-` and `_`")),
+    request_body(content = serde_json::Value, description = "The CI system's delivery, as sent"),
+    responses(WebhookResponses))]
+pub async fn named(
+    State(broker): State<Arc<Broker>>,
+    name: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    // A name that does not decode names no endpoint.
+    let Ok(Path(name)) = name else { return Err(ApiError::NotFound) };
+    receive(&broker, &name, &headers, body).await
+}
+
+async fn receive(broker: &Broker, name: &str, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
     let outcome = match read_limited(body, MAX_WEBHOOK_BYTES).await {
-        Ok(body) => broker.webhook(source, headers, &body).await.map_err(ApiError::from),
+        Ok(body) => broker.webhook(name, headers, &body).await.map_err(ApiError::from),
         Err(error) => Err(error),
     };
     let label = match &outcome {
@@ -93,9 +114,18 @@ async fn receive(broker: &Broker, source: CiKind, headers: &HeaderMap, body: Bod
         Ok(WebhookOutcome::Duplicate) => "duplicate",
         Err(error) => error.code(),
     };
-    metrics::webhook(source.name(), label);
+    // Labelled by configured names only: a path nobody configured is the caller's word, and not
+    // counted unless it is a CI's own path.
+    match broker.webhooks.endpoint(name) {
+        Some(endpoint) => metrics::webhook(endpoint.kind.name(), Arc::clone(&endpoint.name), label),
+        None => {
+            if let Some(kind) = CiKind::from_name(name) {
+                metrics::webhook(kind.name(), kind.name(), label);
+            }
+        }
+    }
     let outcome = outcome?;
-    tracing::info!(source = source.name(), outcome = ?outcome, "webhook");
+    tracing::info!(webhook = name, outcome = ?outcome, "webhook");
     Ok(match outcome {
         WebhookOutcome::Ended(ended) => (StatusCode::OK, Json(ended)).into_response(),
         WebhookOutcome::RunnerRecorded { job_id } => {

@@ -114,6 +114,8 @@ pub enum Event<'a> {
     WebhookRefused {
         /// The CI whose endpoint it was sent to.
         ci: &'a str,
+        /// That endpoint's name, `/v1/webhooks/<name>`.
+        webhook: &'a str,
         /// `invalid_signature`.
         reason: &'a str,
     },

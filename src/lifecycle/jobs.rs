@@ -15,8 +15,9 @@ use crate::store::EndOutcome;
 
 /// Who ended a job, as recorded and logged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EndedBy {
-    Webhook(&'static str),
+pub enum EndedBy<'a> {
+    /// The `[webhooks.<name>]` endpoint, by its name.
+    Webhook(&'a str),
     TheJobItself,
     /// The CI's API, asked by the reconciler, said the job had finished.
     Reconcile,
@@ -24,7 +25,7 @@ pub enum EndedBy {
     ExchangeCheck,
 }
 
-impl EndedBy {
+impl EndedBy<'_> {
     /// The `source` label of audit events and `ci_creds_jobs_ended_total`.
     pub fn source(self) -> &'static str {
         match self {
@@ -36,10 +37,10 @@ impl EndedBy {
     }
 }
 
-impl fmt::Display for EndedBy {
+impl fmt::Display for EndedBy<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Webhook(ci) => write!(f, "webhook:{ci}"),
+            Self::Webhook(name) => write!(f, "webhook:{name}"),
             Self::TheJobItself => f.write_str("self"),
             Self::Reconcile => f.write_str("ci_api:reconcile"),
             Self::ExchangeCheck => f.write_str("ci_api:exchange"),
@@ -69,7 +70,7 @@ impl Broker {
         &self,
         issuer: &str,
         job_id: &str,
-        ended_by: EndedBy,
+        ended_by: EndedBy<'_>,
         delivery: Option<(&str, &str)>,
         token: Option<(&str, i64)>,
     ) -> Result<Option<JobEnd>, Error> {
@@ -110,7 +111,12 @@ impl Broker {
 
     /// Ends every job recorded within `job_id` (`{job_id}/…`: an Azure Pipelines run's jobs), each
     /// by the same durable path, when `job_id` has ended: how many credentials that revokes.
-    pub(super) async fn end_jobs_within(&self, issuer: &str, job_id: &str, ended_by: EndedBy) -> Result<u64, Error> {
+    pub(super) async fn end_jobs_within(
+        &self,
+        issuer: &str,
+        job_id: &str,
+        ended_by: EndedBy<'_>,
+    ) -> Result<u64, Error> {
         let mut revoked = 0;
         for within in self.store.job_ids_within(issuer, job_id).await? {
             if let Some(end) = self.end_job(issuer, &within, ended_by, None, None).await? {

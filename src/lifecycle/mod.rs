@@ -65,8 +65,8 @@ pub enum Error {
     RunnerUnknown { tier: String, fact: &'static str, why: String },
     #[error("the webhook's signature or token is missing or wrong")]
     InvalidSignature,
-    #[error("no webhook is configured for {0}")]
-    WebhookNotConfigured(&'static str),
+    #[error("no webhook is configured at this path")]
+    WebhookNotConfigured,
     #[error(transparent)]
     Backend(#[from] backends::Error),
     #[error(transparent)]

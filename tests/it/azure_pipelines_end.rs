@@ -91,7 +91,7 @@ async fn azure_pipelines_run_completed_hook_revokes_the_runs_credentials_only_wi
     assert_eq!(audited.len(), 4, "each refused delivery is audited: {audited:?}");
     assert!(audited.iter().all(|event| event["ci"] == "azure_pipelines" && event["reason"] == "invalid_signature"));
     let (_, metrics) = stack.broker.get_text("/metrics").await;
-    let refused = r#"ci_creds_webhook_deliveries_total{ci="azure_pipelines",outcome="invalid_signature"} 4"#;
+    let refused = r#"ci_creds_webhook_deliveries_total{ci="azure_pipelines",webhook="azure_pipelines",outcome="invalid_signature"} 4"#;
     assert!(metrics.lines().any(|line| line == refused), "{metrics}");
 
     // The run completed: both jobs' credentials die, the other run's live on.

@@ -155,9 +155,14 @@ fn names_the_bad_key() {
             "webhooks.github.token_env",
         ),
         (
-            "webhook of an unknown CI",
-            format!("{HEAD}{GOOD_ISSUER}{vault}[webhooks.travis]\nissuer = \"github\"\nsecret_env = \"X\"\n"),
-            "travis",
+            "webhook of an issuer not configured",
+            format!("{HEAD}{GOOD_ISSUER}{vault}[webhooks.travis]\nissuer = \"travis\"\nsecret_env = \"X\"\n"),
+            "webhooks.travis.issuer",
+        ),
+        (
+            "webhook name that is no path segment",
+            format!("{HEAD}{GOOD_ISSUER}{vault}[webhooks.\"a/b\"]\nissuer = \"github\"\nsecret_env = \"X\"\n"),
+            "webhooks.\"a/b\"",
         ),
         (
             "CI API zero budget",

@@ -142,7 +142,7 @@ async fn jenkins_notification_deliveries_end_a_build_only_with_the_credentials_a
     assert!(stack.bao.accessor_alive(&live[0]).await, "nothing above ended the build");
     assert!(events(&stack, "job.ended").is_empty());
     let (_, metrics) = stack.broker.get_text("/metrics").await;
-    let refused = r#"ci_creds_webhook_deliveries_total{ci="jenkins",outcome="invalid_signature"} 4"#;
+    let refused = r#"ci_creds_webhook_deliveries_total{ci="jenkins",webhook="jenkins",outcome="invalid_signature"} 4"#;
     assert!(metrics.lines().any(|line| line == refused), "{metrics}");
     let audited = events(&stack, "webhook.refused");
     assert_eq!(audited.len(), 4, "each refused delivery is audited");

@@ -57,3 +57,4 @@ mod stored_formats;
 mod vault_backend;
 mod vault_dynamic_secret;
 mod webhook_secrets;
+mod webhooks_per_issuer;

@@ -100,9 +100,9 @@ async fn counts_what_really_happened() {
     assert_eq!(value(&samples, "ci_creds_exchange_duration_seconds_count", &[("outcome", "refused")]), 5.0);
 
     let wh = "ci_creds_webhook_deliveries_total";
-    assert_eq!(value(&samples, wh, &[("ci", "github"), ("outcome", "ended")]), 1.0);
-    assert_eq!(value(&samples, wh, &[("ci", "github"), ("outcome", "duplicate")]), 1.0);
-    assert_eq!(value(&samples, wh, &[("ci", "github"), ("outcome", "invalid_signature")]), 1.0);
+    assert_eq!(value(&samples, wh, &[("ci", "github"), ("webhook", "github"), ("outcome", "ended")]), 1.0);
+    assert_eq!(value(&samples, wh, &[("ci", "github"), ("webhook", "github"), ("outcome", "duplicate")]), 1.0);
+    assert_eq!(value(&samples, wh, &[("ci", "github"), ("webhook", "github"), ("outcome", "invalid_signature")]), 1.0);
 
     let backend = [("backend", "vault"), ("operation", "mint")];
     assert_eq!(value(&samples, "ci_creds_backend_request_duration_seconds_count", &backend), 2.0);

@@ -79,7 +79,11 @@ async fn send(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_running_broker_keeps_to_its_document() {
-    let stack = Stack::start().await;
+    // A table of its own name beside the CIs' (`/v1/webhooks/{name}`).
+    let stack = Stack::start_with_config(
+        "\n[webhooks.actions-team]\nissuer = \"github\"\nsecret_env = \"TEST_GITHUB_WEBHOOK_SECRET\"\n",
+    )
+    .await;
     let broker = &stack.broker;
     let http = broker.http().clone();
     let (status, served) = send(&http, &broker.url, "get", "/openapi.json", &[], vec![]).await;
@@ -138,6 +142,13 @@ async fn the_running_broker_keeps_to_its_document() {
         assert_eq!(status, expected, "{answer}");
         conformance.check("post", "/v1/webhooks/github", status, &answer);
     }
+    for expected in [200, 202] {
+        let headers = github_headers(&delivery, "d-2");
+        let (status, answer) =
+            send(&http, &broker.url, "post", "/v1/webhooks/actions-team", &headers, delivery.clone()).await;
+        assert_eq!(status, expected, "{answer}");
+        conformance.check("post", "/v1/webhooks/{name}", status, &answer);
+    }
     let (status, answer) = send(
         &http,
         &broker.url,
@@ -160,6 +171,8 @@ async fn the_running_broker_keeps_to_its_document() {
         "post /v1/credentials 413",
         "post /v1/webhooks/github 202",
         "post /v1/webhooks/gitlab 401",
+        "post /v1/webhooks/{name} 202",
+        "post /v1/webhooks/{name} 404",
         "get /readyz 200",
         "get /metrics 200",
     ] {

@@ -5,7 +5,7 @@ use http::HeaderMap;
 use crate::audit::Event;
 use crate::ci::{Verdict, WebhookError};
 use crate::clock::now;
-use crate::job::{CiKind, RunnerFacts};
+use crate::job::RunnerFacts;
 use crate::lifecycle::{Broker, EndedBy, Error, JobEnd};
 
 /// What the broker did with a delivery.
@@ -21,11 +21,15 @@ pub enum WebhookOutcome {
 }
 
 impl Broker {
-    pub async fn webhook(&self, source: CiKind, headers: &HeaderMap, body: &[u8]) -> Result<WebhookOutcome, Error> {
-        let endpoint = self.webhooks.endpoint(source).ok_or(Error::WebhookNotConfigured(source.name()))?;
+    /// A delivery to the endpoint `name`: read as its issuer's CI writes them, and applied to that
+    /// issuer's jobs only, whatever job it names.
+    pub async fn webhook(&self, name: &str, headers: &HeaderMap, body: &[u8]) -> Result<WebhookOutcome, Error> {
+        let endpoint = self.webhooks.endpoint(name).ok_or(Error::WebhookNotConfigured)?;
+        let source = endpoint.kind;
         let verdict = source.ci().read_webhook(headers, body, &endpoint.secret).inspect_err(|error| {
             if *error == WebhookError::InvalidSignature {
-                self.audit.record(&Event::WebhookRefused { ci: source.name(), reason: "invalid_signature" });
+                let event = Event::WebhookRefused { ci: source.name(), webhook: name, reason: "invalid_signature" };
+                self.audit.record(&event);
             }
         })?;
         let (job_id, delivery_id, runner, jobs_within) = match verdict {
@@ -39,8 +43,10 @@ impl Broker {
         if let Some(runner) = &runner {
             self.record_runner(&endpoint.issuer, &job_id, runner).await?;
         }
-        let delivery = delivery_id.as_deref().map(|id| (source.name(), id));
-        let ended_by = EndedBy::Webhook(source.name());
+        // Delivery ids are kept by endpoint: one applied at another endpoint (another issuer's,
+        // which ended none of this one's jobs) does not make this one a redelivery.
+        let delivery = delivery_id.as_deref().map(|id| (name, id));
+        let ended_by = EndedBy::Webhook(name);
         let ended = self.end_job(&endpoint.issuer, &job_id, ended_by, delivery, None).await?;
         if !jobs_within {
             return Ok(ended.map_or(WebhookOutcome::Duplicate, WebhookOutcome::Ended));
