@@ -1,6 +1,7 @@
 //! A throw-away PostgreSQL cluster from Debian's package: `initdb` into a temp dir, `postgres`
 //! on a free loopback port, password authentication; stopped (and removed) when dropped.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -89,6 +90,8 @@ impl Postgres {
                 .args(["-c", "fsync=off", "-c", "max_connections=300"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
+                // A group of its own, so that `kill` takes the backends too, as a lost host would.
+                .process_group(0)
                 .spawn()
                 .expect("postgres starts");
             self.child = Some(child);
@@ -130,8 +133,11 @@ impl Postgres {
     }
 
     /// SIGKILL: a crash, as an outage would look to its clients.
+    /// Kills the server and every backend it started at once. SIGKILL to the postmaster alone
+    /// leaves each connection's backend answering its next query until it notices.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
             let _ = child.kill();
             let _ = child.wait();
         }
