@@ -1,9 +1,10 @@
 //! A run-bound Azure Pipelines exchange (no `job` named) against the loopback Azure DevOps: the
 //! build's `queue.pool` is the run's default pool, so it is judged the job's only while every job
-//! record of the run's timeline is on the run's queue; and a run being cancelled gets nothing.
+//! record of the run's timeline is on the run's queue; a run being cancelled gets nothing; and with
+//! a PAT Azure DevOps no longer takes, no exchange gets anything.
 
 use crate::azure_pipelines::{ROLES, events, exchange, exchange_job, refusal};
-use crate::support::azure_devops::{AzureDevOps, JOB, ORG, RUN, RUN_QUEUE, Run, SIBLING, TimelineJob};
+use crate::support::azure_devops::{AzureDevOps, JOB, ORG, PAT_ENV, RUN, RUN_QUEUE, Run, SIBLING, TimelineJob};
 use crate::support::stack::Stack;
 
 /// A persistent self-hosted agent's queue, other than the run's.
@@ -100,4 +101,28 @@ async fn azure_pipelines_run_being_cancelled_gets_nothing() {
     azure.set_run(ORG, RUN, Run::Completed);
     let (status, answer) = exchange(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-read"]).await;
     assert_eq!((status, refusal(&answer).0), (409, Some("job_ended")), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn azure_pipelines_expired_pat_fails_every_exchange() {
+    let azure = AzureDevOps::start().await;
+    let config = format!("{}{}", azure.issuer_config("azure", ORG, ""), azure.api_config("azure", ORG, ""));
+    // The PAT the broker holds is no longer the one Azure DevOps takes (expired, revoked).
+    let env: Vec<(&'static str, String)> = azure
+        .env()
+        .into_iter()
+        .map(|(name, value)| if name == PAT_ENV { (name, format!("{value}-expired")) } else { (name, value) })
+        .collect();
+    let stack = Stack::start_with_policy(None, &config, TIERS, &format!("{ROLES}{HOSTED_ROLE}"), env).await;
+    azure.set_run(ORG, RUN, Run::InProgress);
+    azure.set_job(ORG, RUN, TimelineJob::new(JOB, "inProgress", Some("Azure Pipelines 1")));
+    let (status, answer) = exchange(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-read"]).await;
+    assert_eq!((status, refusal(&answer).0), (503, Some("ci_unavailable")), "{answer}");
+    let (status, answer) = exchange_job(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-read"], JOB, 1).await;
+    assert_eq!((status, refusal(&answer).0), (503, Some("ci_unavailable")), "{answer}");
+    let build = azure.build_path(ORG, RUN);
+    let answered: Vec<u16> =
+        azure.requests().into_iter().filter(|seen| seen.target == build).map(|seen| seen.status).collect();
+    assert!(answered.len() >= 2 && answered.iter().all(|status| *status == 401), "refused PAT: {answered:?}");
+    assert!(stack.leases("azure", "4711").await.is_empty(), "no lease was written");
 }
