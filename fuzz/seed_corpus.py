@@ -239,6 +239,21 @@ def azure_hooks():
     write(target, "job-completed", delivery(1, json_type, compact(job)))
     write(target, "run-id-string", delivery(1, json_type, compact(dict(run, resource={"run": {"id": "4711", "state": "completed"}}))))
     write(target, "unauthenticated", delivery(0, json_type, compact(run)))
+    # Shapes acknowledged rather than refused, and Microsoft's sample without attempt or run id.
+    write(target, "run-null", delivery(1, json_type, compact(dict(run, resource={"run": None}))))
+    write(target, "resource-null", delivery(1, json_type, compact(dict(run, resource=None))))
+    write(target, "other-event", delivery(1, json_type, compact(dict(run, eventType="build.complete"))))
+    sample = json.loads(json.dumps(job))
+    del sample["resource"]["job"]["attempt"]
+    del sample["resource"]["run"]["id"]
+    del sample["resource"]["run"]["url"]
+    write(target, "job-completed-no-attempt-no-run-id", delivery(1, json_type, compact(sample)))
+    by_url = json.loads(json.dumps(job))
+    del by_url["resource"]["run"]["id"]
+    write(target, "job-completed-run-id-from-url", delivery(1, json_type, compact(by_url)))
+    run_by_url = json.loads(json.dumps(run))
+    del run_by_url["resource"]["run"]["id"]
+    write(target, "run-completed-run-id-from-url", delivery(1, json_type, compact(run_by_url)))
 
 
 def credentials_requests():
@@ -389,6 +404,15 @@ def ci_answers():
         write("ci_answer", name.removesuffix(".json"), bytes([3]) + compact(fixture(name)))
     for name in ["azure-pipelines-api-build-inprogress.json", "azure-pipelines-api-build-completed.json"]:
         write("ci_answer", name.removesuffix(".json"), bytes([4]) + compact(fixture(name)))
+    # Read as the run's timeline too: every job on the run's queue (queueId 1, as the target's
+    # build answer), one elsewhere, one on no queue.
+    timeline = fixture("azure-pipelines-api-timeline.json")
+    for name, queues in [("run-queue", [1]), ("job-elsewhere", [1, 4800]), ("job-queueless", [1, None])]:
+        records = [r for r in timeline["records"] if r["type"] != "Job"]
+        job = next(r for r in timeline["records"] if r["type"] == "Job")
+        for i, queue in enumerate(queues):
+            records.append(dict(job, id=f"e87e3d16-29b0-5003-7d86-82b704b9624{i}", queueId=queue))
+        write("ci_answer", f"azure-timeline-{name}", bytes([4]) + compact(dict(timeline, records=records)))
     write("ci_answer", "github-completed-fixture", bytes([0]) + compact(fixture("github-api-job-completed.json")))
     write("ci_answer", "gitlab-success-fixture", bytes([1]) + compact(fixture("gitlab-api-job-success.json")))
     write("ci_answer", "not-json", b"\0<html>502 Bad Gateway</html>")

@@ -2,7 +2,8 @@
 //! byte picks the CI (each with a job API), the rest is the body. Whatever it says, a readable
 //! answer settles to running, finished or unknown, its runner facts stay bounded, and an answer
 //! about another job than the one asked about is never read. For Azure Pipelines the body is also
-//! read as the run's timeline, asked about a job named within the run.
+//! read as the run's timeline, asked about a job named within the run and about the run itself,
+//! whose pool is known only with every job record on the run's queue.
 #![no_main]
 
 use ci_creds::ci::JobReport;
@@ -73,14 +74,27 @@ fuzz_target!(|data: &[u8]| {
     check(report);
 });
 
-/// `body` as the timeline of run 4711, asked about a job within it, the build answer the run's.
+/// `body` as the timeline of run 4711, asked about a job within it and about the run, the build
+/// answer the run's.
 fn timeline(body: &[u8]) {
     let Some(JobLocator::AzurePipelines(mut run)) = located(CiKind::AzurePipelines, "4711") else { return };
-    run.job = Some(NamedJob::new("e87e3d16-29b0-5003-7d86-82b704b96244", 1).expect("a job"));
-    let asked = JobLocator::AzurePipelines(run);
     let build =
         br#"{"id": 4711, "status": "inProgress", "queue": {"id": 1, "pool": {"name": "p", "isHosted": false}}}"#;
     let api = CiKind::AzurePipelines.ci().api.expect("a job API");
+    let whole = JobLocator::AzurePipelines(run.clone());
+    assert!(api.inner_path(&whole).is_some(), "a run is asked about in its timeline too");
+    if let Ok(report) = api.read_answers(&whole, build, body) {
+        if let Some(pool) = &report.runner {
+            assert!(pool.name.is_none(), "a run names no agent");
+            let timeline: Value = serde_json::from_slice(body).expect("a timeline read is JSON");
+            let jobs = timeline["records"].as_array().into_iter().flatten().filter(|record| record["type"] == "Job");
+            assert!(jobs.clone().count() > 0, "the pool is a run's only with its jobs shown");
+            assert!(jobs.into_iter().all(|record| record["queueId"] == 1), "a job elsewhere: the pool is unknown");
+        }
+        check(report);
+    }
+    run.job = Some(NamedJob::new("e87e3d16-29b0-5003-7d86-82b704b96244", 1).expect("a job"));
+    let asked = JobLocator::AzurePipelines(run);
     assert!(api.inner_path(&asked).is_some(), "a job within the run is asked about in its timeline");
     if let Ok(report) = api.read_answers(&asked, build, body) {
         check(report);

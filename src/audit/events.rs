@@ -119,6 +119,16 @@ pub enum Event<'a> {
         /// `invalid_signature`.
         reason: &'a str,
     },
+    /// An authenticated delivery the broker did not act on: another event or state, or one it
+    /// cannot use (it is acknowledged all the same, so the CI keeps sending).
+    #[serde(rename = "webhook.ignored")]
+    WebhookIgnored {
+        /// The CI whose endpoint it was sent to.
+        ci: &'a str,
+        /// That endpoint's name, `/v1/webhooks/<name>`.
+        webhook: &'a str,
+        reason: &'a str,
+    },
     #[serde(rename = "revocation.confirmed")]
     RevocationConfirmed {
         job: JobRef<'a>,
@@ -155,6 +165,7 @@ impl Event<'_> {
             Self::CredentialMinted { .. } => "credential.minted",
             Self::JobEnded { .. } => "job.ended",
             Self::WebhookRefused { .. } => "webhook.refused",
+            Self::WebhookIgnored { .. } => "webhook.ignored",
             Self::RevocationConfirmed { .. } => "revocation.confirmed",
             Self::RevocationFailed { .. } => "revocation.failed",
         }

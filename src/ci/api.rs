@@ -88,6 +88,16 @@ pub trait JobApi: Sync {
     fn read_answers(&self, locator: &JobLocator, first: &[u8], _inner: &[u8]) -> Result<JobReport, String> {
         self.read_answer(locator, first)
     }
+    /// What the first answer says alone when `inner_path`'s could not be had (`reason`), for a
+    /// job the first answer settles by itself; `None` when the job is unknown without both.
+    fn read_without_inner(
+        &self,
+        _locator: &JobLocator,
+        _first: &[u8],
+        _reason: &str,
+    ) -> Option<Result<JobReport, String>> {
+        None
+    }
     /// What an answer of 404 says of the job, for a CI whose API forgets a finished job
     /// (Jenkins deletes old builds); `None` when a 404 tells nothing, the job's state unknown.
     fn not_found(&self) -> Option<Liveness> {

@@ -75,9 +75,16 @@ impl CiApi {
             (200, _) => {
                 let read = match self.api.inner_path(locator) {
                     None => self.api.read_answer(locator, &answer.body),
-                    Some(inner_path) => match self.get(locator, &inner_path, pause).await? {
-                        inner if inner.status == 200 => self.api.read_answers(locator, &answer.body, &inner.body),
-                        inner => return Err(Error::Status { api, status: inner.status }),
+                    Some(inner_path) => match self.get(locator, &inner_path, pause).await {
+                        Ok(inner) if inner.status == 200 => self.api.read_answers(locator, &answer.body, &inner.body),
+                        inner => {
+                            let error =
+                                inner.map_or_else(|error| error, |inner| Error::Status { api, status: inner.status });
+                            match self.api.read_without_inner(locator, &answer.body, &error.to_string()) {
+                                Some(read) => read,
+                                None => return Err(error),
+                            }
+                        }
                     },
                 };
                 read.map_err(|reason| Error::Malformed { api, reason })?

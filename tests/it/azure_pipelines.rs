@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::azure_devops::{
-    AZURE_AUDIENCE, AzureDevOps, JOB, ORG, OTHER_ORG, Org, RUN, Run, SELF_HOSTED_POOL, SIBLING, TimelineJob,
+    AZURE_AUDIENCE, AzureDevOps, JOB, ORG, OTHER_ORG, Org, PROJECT, RUN, Run, SELF_HOSTED_POOL, SIBLING, TimelineJob,
 };
 use crate::support::stack::Stack;
 use crate::support::{AUDIENCE, claims_for};
@@ -183,6 +183,7 @@ async fn azure_pipelines_exchange_needs_the_build_api_to_say_the_run_is_in_progr
     assert_eq!(anonymous.status().as_u16(), 401);
 
     azure.set_run(ORG, RUN, Run::InProgress);
+    azure.set_job(ORG, RUN, TimelineJob::new(JOB, "inProgress", Some("Azure Pipelines 1")));
     let (status, answer) = exchange(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-read"]).await;
     assert_eq!(status, 200, "{answer}");
     let asked: Vec<(String, u16, Option<String>)> = azure
@@ -191,9 +192,14 @@ async fn azure_pipelines_exchange_needs_the_build_api_to_say_the_run_is_in_progr
         .filter(|seen| seen.target.contains("/_apis/"))
         .map(|seen| (seen.target, seen.status, seen.basic_user))
         .collect();
+    let timeline = format!("/{}/{PROJECT}/_apis/build/builds/{RUN}/timeline?api-version=7.1", ORG.name);
     assert_eq!(
         asked,
-        [(azure.build_path(ORG, RUN), 401, None), (azure.build_path(ORG, RUN), 200, Some(String::new()))],
+        [
+            (azure.build_path(ORG, RUN), 401, None),
+            (azure.build_path(ORG, RUN), 200, Some(String::new())),
+            (timeline, 200, Some(String::new())),
+        ],
         "asked with the PAT and no user"
     );
     let runner = &listed_job(&stack, "4711")["runner"];
@@ -378,21 +384,12 @@ async fn azure_pipelines_single_use_agents_serve_one_job() {
         (&json!("Azure Pipelines/Azure Pipelines 1"), &json!(job_id(RUN, JOB, 1)))
     );
 
-    // A fresh agent serves its first job; a job in another queue than the run's has no known
-    // pool, so no tier; a run-bound exchange has no known agent.
+    // A fresh agent serves its first job; a run-bound exchange has no known agent; a job in
+    // another queue than the run's has no known pool, so no tier.
     let third = "0a6cf2b5-8cde-5e7e-8a43-7b5a0b6c1d2e";
     azure.set_job(ORG, RUN, TimelineJob::new(third, "inProgress", Some("Azure Pipelines 2")));
     let (status, answer) = exchange_job(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-single-use"], third, 1).await;
     assert_eq!(status, 200, "{answer}");
-    let elsewhere = "7f1e2d3c-4b5a-5968-8776-655443322110";
-    azure.set_job(
-        ORG,
-        RUN,
-        TimelineJob { queue_id: 4800, ..TimelineJob::new(elsewhere, "inProgress", Some("linux-1")) },
-    );
-    let token = azure.token(ORG, RUN, |_| {});
-    let (status, answer) = exchange_job(&stack, &token, &["azure-single-use"], elsewhere, 1).await;
-    assert_eq!((status, refusal(&answer).0), (403, Some("access_denied")), "{answer}");
     let (status, answer) = exchange(&stack, &azure.token(ORG, RUN, |_| {}), &["azure-single-use"]).await;
     assert_eq!((status, refusal(&answer).0), (403, Some("runner_unknown")), "{answer}");
     // The pool is known; the agent, named only by a job's record, is the fact it lacks.
@@ -402,6 +399,15 @@ async fn azure_pipelines_single_use_agents_serve_one_job() {
         ),
         "{answer}"
     );
+    let elsewhere = "7f1e2d3c-4b5a-5968-8776-655443322110";
+    azure.set_job(
+        ORG,
+        RUN,
+        TimelineJob { queue_id: Some(4800), ..TimelineJob::new(elsewhere, "inProgress", Some("linux-1")) },
+    );
+    let token = azure.token(ORG, RUN, |_| {});
+    let (status, answer) = exchange_job(&stack, &token, &["azure-single-use"], elsewhere, 1).await;
+    assert_eq!((status, refusal(&answer).0), (403, Some("access_denied")), "{answer}");
 
     // The fleet report counts the agents, keyed by pool and name.
     let mut report = Value::Null;
@@ -447,6 +453,7 @@ async fn azure_pipelines_self_hosted_pools_are_self_hosted_runners() {
 
     // A run on Microsoft's hosted pool is in no such tier.
     azure.set_run(ORG, 4712, Run::InProgress);
+    azure.set_job(ORG, 4712, TimelineJob::new(JOB, "inProgress", Some("Azure Pipelines 1")));
     let (status, answer) = exchange(&stack, &azure.token(ORG, 4712, |_| {}), &["azure-self-hosted"]).await;
     assert_eq!((status, refusal(&answer).0), (403, Some("access_denied")), "{answer}");
     assert!(answer["denied"][0]["reasons"].to_string().contains("runner_tier"), "{answer}");

@@ -9,6 +9,8 @@ mod audit_chain;
 mod audit_trail;
 mod azure_pipelines;
 mod azure_pipelines_end;
+mod azure_pipelines_hooks;
+mod azure_pipelines_pools;
 mod client_azure;
 mod client_exit_codes;
 mod client_formats;

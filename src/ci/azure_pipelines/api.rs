@@ -1,8 +1,8 @@
-//! The Azure DevOps build API: `GET {organization URL}/{project}/_apis/build/builds/{run}` for a run,
-//! and for a job within it the run's timeline too (`…/builds/{run}/timeline`), whose job record
-//! says whether that attempt of the job runs and names its agent. Read with a personal access
-//! token (HTTP Basic, no user). Rate limits delay, then answer 429 with `Retry-After` and
-//! `X-RateLimit-*` headers.
+//! The Azure DevOps build API: `GET {organization URL}/{project}/_apis/build/builds/{run}`, then the
+//! run's timeline (`…/builds/{run}/timeline`): for a job within the run, its record says whether
+//! that attempt of the job runs and names its agent; for the run, its job records say whether the
+//! run's pool is every job's. Read with a personal access token (HTTP Basic, no user). Rate limits
+//! delay, then answer 429 with `Retry-After` and `X-RateLimit-*` headers.
 
 use std::time::Duration;
 
@@ -34,9 +34,8 @@ impl Locator {
         Some(format!("/{}/_apis/build/builds/{}?api-version=7.1", path_segment(&self.project)?, self.run_id))
     }
 
-    /// The run's timeline, asked about a named job.
+    /// The run's timeline: a named job's record, or every job's queue for the run's.
     pub fn timeline_path(&self) -> Option<String> {
-        self.job.as_ref()?;
         Some(format!("/{}/_apis/build/builds/{}/timeline?api-version=7.1", path_segment(&self.project)?, self.run_id))
     }
 }
@@ -56,6 +55,9 @@ struct Project {
     id: String,
 }
 
+/// vsts-rest-api-specs `build/7.1/build.json`, `Build.queue`: "This is only set if the definition type
+/// is Build. WARNING: this field is deprecated and does not corresponds to the jobs queues." It is
+/// the run's default queue; a job's own is its timeline record's `queueId`.
 #[derive(Deserialize)]
 struct Queue {
     #[serde(default)]
@@ -91,6 +93,8 @@ struct Record {
     attempt: Option<u32>,
     #[serde(default)]
     worker_name: Option<String>,
+    /// `TimelineRecord.queueId`: "The queue ID of the queue that the operation ran on" (the same
+    /// spec). Absent for a job no agent queue runs (an agentless job) or not yet queued.
     #[serde(default)]
     queue_id: Option<u64>,
 }
@@ -118,8 +122,27 @@ impl JobApi for BuildsApi {
     fn read_answer(&self, locator: &JobLocator, body: &[u8]) -> Result<JobReport, String> {
         let asked = asked(locator)?;
         let answer = read_build(asked, body)?;
-        let runner = answer.queue.and_then(|queue| queue.pool).map(pool_facts);
-        Ok(JobReport { liveness: run_liveness(&answer.status), status: bounded_fact(answer.status), runner })
+        // The build's pool is the run's default, not known to be any job's without the timeline.
+        Ok(JobReport { liveness: run_liveness(&answer.status), status: bounded_fact(answer.status), runner: None })
+    }
+
+    /// A run's build alone, when its timeline could not be had (over 1 MiB, an error): whether
+    /// the run goes on, its pool unknown. A named job is unknown without its record.
+    fn read_without_inner(
+        &self,
+        locator: &JobLocator,
+        build: &[u8],
+        reason: &str,
+    ) -> Option<Result<JobReport, String>> {
+        let asked = asked(locator).ok()?;
+        if asked.job.is_some() {
+            return None;
+        }
+        Some(read_build(asked, build).map(|answer| JobReport {
+            liveness: run_liveness(&answer.status),
+            status: bounded_fact(format!("{}; the run's timeline could not be read: {reason}", answer.status)),
+            runner: None,
+        }))
     }
 
     fn inner_path(&self, locator: &JobLocator) -> Option<String> {
@@ -132,10 +155,10 @@ impl JobApi for BuildsApi {
     /// run's pool is the job's only where the record's queue is the run's.
     fn read_answers(&self, locator: &JobLocator, build: &[u8], timeline: &[u8]) -> Result<JobReport, String> {
         let asked = asked(locator)?;
-        let job = asked.job.as_ref().ok_or("the locator names no job within the run")?;
         let answer = read_build(asked, build)?;
         let run = run_liveness(&answer.status);
         let timeline: Timeline = serde_json::from_slice(timeline).map_err(|e| format!("the timeline: {e}"))?;
+        let Some(job) = asked.job.as_ref() else { return Ok(run_report(answer, run, &timeline)) };
         let record = timeline
             .records
             .into_iter()
@@ -147,6 +170,8 @@ impl JobApi for BuildsApi {
         let state = record.state.as_deref().unwrap_or("none");
         let (liveness, status) = match record.attempt {
             _ if run == Liveness::Finished => (Liveness::Finished, answer.status.clone()),
+            // A run being cancelled is no job's to carry on in, whatever its records say yet.
+            _ if answer.status == "cancelling" => (Liveness::Unknown, answer.status.clone()),
             Some(attempt) if attempt > job.attempt => (Liveness::Finished, format!("replaced by attempt {attempt}")),
             Some(attempt) if attempt == job.attempt => {
                 let liveness = match state {
@@ -196,9 +221,11 @@ fn read_build(asked: &Locator, body: &[u8]) -> Result<Answer, String> {
     Ok(answer)
 }
 
+/// A run is stopping while `cancelling` (BuildStatus: "The build is cancelling"): like
+/// `notStarted` and `postponed`, it settles nothing, and an exchange gets nothing.
 fn run_liveness(status: &str) -> Liveness {
     match status {
-        "inProgress" | "cancelling" => Liveness::Running,
+        "inProgress" => Liveness::Running,
         "completed" => Liveness::Finished,
         _ => Liveness::Unknown,
     }
@@ -216,4 +243,25 @@ fn pool_facts(pool: Pool) -> RunnerFacts {
         ..RunnerFacts::default()
     }
     .bounded()
+}
+
+/// A run asked about as a whole: its pool (the build's `queue.pool`, the run's default) is its
+/// jobs' only when every job record of its timeline is on the run's queue. Otherwise a job may run
+/// on another pool (a self-hosted one), and the pool is unknown: a rule needing it cannot match.
+fn run_report(answer: Answer, liveness: Liveness, timeline: &Timeline) -> JobReport {
+    let run_queue = answer.queue.as_ref().and_then(|queue| queue.id);
+    let mut jobs = timeline.records.iter().filter(|record| record.kind.as_deref() == Some("Job")).peekable();
+    let elsewhere = match (run_queue, jobs.peek()) {
+        (None, _) => Some("the build answer names no queue".to_owned()),
+        (_, None) => Some("its timeline shows no job".to_owned()),
+        (Some(run_queue), Some(_)) => jobs.find(|record| record.queue_id != Some(run_queue)).map(|record| {
+            let queue = record.queue_id.map_or_else(|| "no queue".to_owned(), |queue| format!("queue {queue}"));
+            format!("job {} is on {queue}, not the run's queue {run_queue}", record.id)
+        }),
+    };
+    let (status, runner) = match elsewhere {
+        None => (answer.status, answer.queue.and_then(|queue| queue.pool).map(pool_facts)),
+        Some(why) => (format!("{} (its pool is not known to be every job's: {why})", answer.status), None),
+    };
+    JobReport { liveness, status: bounded_fact(status), runner }
 }

@@ -91,19 +91,6 @@ fn a_completed_job_ends_that_attempt_of_the_job_in_its_run() {
     assert_eq!(job_id, format!("4711/{JOB}/2"), "ids are kept lowercase, as the job names itself");
     delivery["resource"]["job"]["state"] = json!("inProgress");
     assert!(matches!(hook(Some("hooks:s3cret"), &serde_json::to_vec(&delivery).unwrap()), Ok(Verdict::Ignore(_))));
-    for (field, value) in [("id", json!("__default")), ("id", json!(7)), ("attempt", json!(0)), ("attempt", json!("1"))]
-    {
-        let mut wrong: Value = serde_json::from_slice(&job).unwrap();
-        wrong["resource"]["job"][field] = value.clone();
-        let read = hook(Some("hooks:s3cret"), &serde_json::to_vec(&wrong).unwrap());
-        assert!(matches!(read, Err(WebhookError::InvalidRequest(_))), "{field} {value}: {read:?}");
-    }
-    let mut no_job: Value = serde_json::from_slice(&job).unwrap();
-    no_job["resource"].as_object_mut().unwrap().remove("job");
-    assert!(matches!(
-        hook(Some("hooks:s3cret"), &serde_json::to_vec(&no_job).unwrap()),
-        Err(WebhookError::InvalidRequest(_))
-    ));
     assert_eq!(hook(None, &job), Err(WebhookError::InvalidSignature));
 }
 
@@ -123,16 +110,12 @@ fn the_build_answer_says_whether_the_run_goes_on() {
     let api = CiKind::AzurePipelines.ci().api.unwrap();
     let running = api.read_answer(&locator, &fixture("azure-pipelines-api-build-inprogress.json")).unwrap();
     assert_eq!(running.liveness, Liveness::Running);
-    let pool = running.runner.unwrap();
-    assert_eq!(
-        (pool.group.as_deref(), pool.runner_type.as_deref(), pool.environment.as_deref()),
-        (Some("Azure Pipelines"), Some("hosted"), Some("microsoft-hosted"))
-    );
+    assert_eq!(running.runner, None, "the build's pool is the run's default, not a job's");
     let completed = api.read_answer(&locator, &fixture("azure-pipelines-api-build-completed.json")).unwrap();
     assert_eq!(completed.liveness, Liveness::Finished);
 
     let mut answer: Value = serde_json::from_slice(&fixture("azure-pipelines-api-build-inprogress.json")).unwrap();
-    for status in ["notStarted", "postponed", "none"] {
+    for status in ["notStarted", "postponed", "cancelling", "none"] {
         answer["status"] = json!(status);
         let report = api.read_answer(&locator, &serde_json::to_vec(&answer).unwrap()).unwrap();
         assert_eq!(report.liveness, Liveness::Unknown, "{status}");
@@ -175,7 +158,7 @@ fn a_named_job_is_asked_about_in_the_run_s_timeline_after_its_build() {
     let prefix = "/271ef6f7-5998-4b0f-86fb-4b54d9129990/_apis/build/builds/4711";
     assert_eq!(locator.path().unwrap(), format!("{prefix}?api-version=7.1"));
     assert_eq!(api.inner_path(&locator).unwrap(), format!("{prefix}/timeline?api-version=7.1"));
-    assert_eq!(api.inner_path(&located()), None, "a run is asked about in its build alone");
+    assert_eq!(api.inner_path(&located()).unwrap(), format!("{prefix}/timeline?api-version=7.1"), "a run's too");
     assert!(located().holds_jobs() && !locator.holds_jobs(), "a run's end is its jobs', not a job's");
     let build = fixture("azure-pipelines-api-build-inprogress.json");
     let running = api.read_answers(&locator, &build, &fixture("azure-pipelines-api-timeline.json")).unwrap();
@@ -195,7 +178,8 @@ fn a_pool_s_hosted_ness_is_the_runner_s_environment_and_type() {
     {
         answer["queue"]["pool"] = json!({ "id": 9, "name": "linux-pool", "isHosted": hosted });
         let build = serde_json::to_vec(&answer).unwrap();
-        let run = api.read_answer(&located(), &build).unwrap().runner.unwrap();
+        let run = api.read_answers(&located(), &build, &fixture("azure-pipelines-api-timeline.json"));
+        let run = run.unwrap().runner.unwrap();
         let job = api.read_answers(&located_job(1), &build, &fixture("azure-pipelines-api-timeline.json"));
         let job = job.unwrap().runner.unwrap();
         for facts in [run, job] {
@@ -211,7 +195,9 @@ fn a_pool_s_hosted_ness_is_the_runner_s_environment_and_type() {
     // `isHosted` absent reads as false, as `runner_type` always has: Microsoft's own pools carry
     // `isHosted: true`.
     answer["queue"]["pool"] = json!({ "id": 9, "name": "linux-pool" });
-    let run = api.read_answer(&located(), &serde_json::to_vec(&answer).unwrap()).unwrap().runner.unwrap();
+    let build = serde_json::to_vec(&answer).unwrap();
+    let run = api.read_answers(&located(), &build, &fixture("azure-pipelines-api-timeline.json")).unwrap();
+    let run = run.runner.unwrap();
     assert_eq!(run.environment.as_deref(), Some("self-hosted"));
 }
 

@@ -38,7 +38,10 @@ impl Broker {
                 self.record_runner(&endpoint.issuer, &job_id, &runner).await?;
                 return Ok(WebhookOutcome::RunnerRecorded { job_id });
             }
-            Verdict::Ignore(reason) => return Ok(WebhookOutcome::Ignored(reason)),
+            Verdict::Ignore(reason) => {
+                self.audit.record(&Event::WebhookIgnored { ci: source.name(), webhook: name, reason: &reason });
+                return Ok(WebhookOutcome::Ignored(reason));
+            }
         };
         if let Some(runner) = &runner {
             self.record_runner(&endpoint.issuer, &job_id, runner).await?;

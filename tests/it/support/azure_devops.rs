@@ -87,13 +87,14 @@ pub struct TimelineJob {
     pub state: &'static str,
     /// The agent, once one runs it.
     pub worker: Option<&'static str>,
-    pub queue_id: u64,
+    /// `queueId`: null for a job no agent queue runs (an agentless job) or not yet queued.
+    pub queue_id: Option<u64>,
 }
 
 impl TimelineJob {
     /// The first attempt of job `id`, in `state`, on `worker`, in the run's queue.
     pub fn new(id: &'static str, state: &'static str, worker: Option<&'static str>) -> Self {
-        Self { id, attempt: 1, state, worker, queue_id: RUN_QUEUE }
+        Self { id, attempt: 1, state, worker, queue_id: Some(RUN_QUEUE) }
     }
 }
 
