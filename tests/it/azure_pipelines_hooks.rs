@@ -79,15 +79,21 @@ async fn azure_pipelines_hooks_the_broker_cannot_use_are_acknowledged_and_audite
     let ignored = events(&stack, "webhook.ignored");
     assert_eq!(ignored.len(), cases.len(), "each acknowledged delivery is audited: {ignored:?}");
     for ((_, reason), event) in cases.iter().zip(&ignored) {
-        assert_eq!(event["ci"], "azure_pipelines", "{event}");
+        assert_eq!(
+            (&event["ci"], &event["webhook"]),
+            (&json!("azure_pipelines"), &json!("azure_pipelines")),
+            "{event}"
+        );
         assert!(event["reason"].as_str().unwrap().contains(reason), "{reason}: {event}");
     }
     assert_eq!(events(&stack, "webhook.refused").len(), cases.len(), "each unauthenticated one is refused");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(stack.bao.accessor_alive(&run_accessor).await, "nothing above ended the run");
     let (_, metrics) = stack.broker.get_text("/metrics").await;
-    let counted =
-        format!(r#"ci_creds_webhook_deliveries_total{{ci="azure_pipelines",outcome="ignored"}} {}"#, cases.len());
+    let counted = format!(
+        r#"ci_creds_webhook_deliveries_total{{ci="azure_pipelines",webhook="azure_pipelines",outcome="ignored"}} {}"#,
+        cases.len()
+    );
     assert!(metrics.lines().any(|line| line == counted), "{metrics}");
 
     // A run the broker never saw completes: acknowledged, and remembered as ended.

@@ -75,16 +75,19 @@ async fn an_unknown_answer_is_asked_again_next_round() {
 async fn jobs_ended_by_a_webhook_or_by_themselves_are_never_asked_about() {
     let api = GithubApi::start().await;
     let stack = stack(&api, "check_running = false\n", ROUNDS_EVERY_SECOND).await;
-    for job in ["8201", "8202", "8203"] {
-        api.set_job(job, JobAnswer::Status("in_progress"));
-        stack.accessors(&job_token(&stack, job), &["read-config"]).await;
-    }
+    // Each ended job ends right after its exchange, well before a round (1 s on) may ask about it.
+    api.set_job("8201", JobAnswer::Status("in_progress"));
+    stack.accessors(&job_token(&stack, "8201"), &["read-config"]).await;
     let mut completed = fixture("github-workflow-job-completed.json");
     completed["workflow_job"]["id"] = json!(8201);
     let delivery = body(&completed);
     assert_eq!(stack.broker.post("/v1/webhooks/github", &github_headers(&delivery, "d-8201"), delivery).await.0, 200);
+    api.set_job("8202", JobAnswer::Status("in_progress"));
+    stack.accessors(&job_token(&stack, "8202"), &["read-config"]).await;
     let bearer = [("authorization", format!("Bearer {}", job_token(&stack, "8202")))];
     assert_eq!(stack.broker.post("/v1/jobs/self/revoke", &bearer, vec![]).await.0, 200);
+    api.set_job("8203", JobAnswer::Status("in_progress"));
+    stack.accessors(&job_token(&stack, "8203"), &["read-config"]).await;
 
     // The job still running is asked round after round; the ended ones never.
     assert!(eventually(|| std::future::ready(api.job_calls("8203") >= 3)).await, "rounds run");
