@@ -86,7 +86,10 @@ fn timeline(body: &[u8]) {
     if let Ok(report) = api.read_answers(&whole, build, body) {
         if let Some(pool) = &report.runner {
             assert!(pool.name.is_none(), "a run names no agent");
-            let timeline: Value = serde_json::from_slice(body).expect("a timeline read is JSON");
+        }
+        // The broker reads only the fields it needs: a number out of `Value`'s range elsewhere
+        // (`1e999`) is skipped there and unreadable here, so such a body is checked no further.
+        if let (Some(_), Ok(timeline)) = (&report.runner, serde_json::from_slice::<Value>(body)) {
             let jobs = timeline["records"].as_array().into_iter().flatten().filter(|record| record["type"] == "Job");
             assert!(jobs.clone().count() > 0, "the pool is a run's only with its jobs shown");
             assert!(jobs.into_iter().all(|record| record["queueId"] == 1), "a job elsewhere: the pool is unknown");
