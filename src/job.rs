@@ -189,6 +189,11 @@ pub struct Job {
     /// whose token names only the run.
     pub named_job: Option<NamedJob>,
     pub dangerous_trigger: Option<DangerousTrigger>,
+    /// The fork a change request comes from, where the CI names one (Jenkins' `SCMHeadOrigin$Fork`).
+    pub fork: Option<String>,
+    /// Why the job's `ref`, `ref_type` and `event` are unknown, when its token cannot tell them
+    /// and the CI's API did not (a Jenkins build): a condition on them then fails saying so.
+    pub ref_unknown: Option<String>,
     /// Identifies this one token for replay protection: its `jti`, or the SHA-256 of its text.
     pub token_id: String,
     /// Unix seconds.

@@ -119,7 +119,12 @@ impl JobApi for BuildsApi {
         let asked = asked(locator)?;
         let answer = read_build(asked, body)?;
         let runner = answer.queue.and_then(|queue| queue.pool).map(pool_facts);
-        Ok(JobReport { liveness: run_liveness(&answer.status), status: bounded_fact(answer.status), runner })
+        Ok(JobReport {
+            liveness: run_liveness(&answer.status),
+            status: bounded_fact(answer.status),
+            runner,
+            head: None,
+        })
     }
 
     fn inner_path(&self, locator: &JobLocator) -> Option<String> {
@@ -142,7 +147,7 @@ impl JobApi for BuildsApi {
             .find(|record| record.kind.as_deref() == Some("Job") && record.id.eq_ignore_ascii_case(&job.id));
         let Some(record) = record else {
             let liveness = if run == Liveness::Finished { Liveness::Finished } else { Liveness::Unknown };
-            return Ok(JobReport { liveness, status: "not in the run's timeline".into(), runner: None });
+            return Ok(JobReport { liveness, status: "not in the run's timeline".into(), runner: None, head: None });
         };
         let state = record.state.as_deref().unwrap_or("none");
         let (liveness, status) = match record.attempt {
@@ -168,7 +173,7 @@ impl JobApi for BuildsApi {
         }
         .bounded();
         let runner = (runner.name.is_some() || runner.group.is_some()).then_some(runner);
-        Ok(JobReport { liveness, status: bounded_fact(status), runner })
+        Ok(JobReport { liveness, status: bounded_fact(status), runner, head: None })
     }
 
     /// `X-RateLimit-Remaining: 0` until `X-RateLimit-Reset` (epoch seconds).
