@@ -146,6 +146,7 @@ def tokens():
         "build-number-negative": edited(jenkins, build_number=-1),
         "aud-string": edited(jenkins, aud=AUDIENCE),
         "node-name": edited(jenkins, node_name="linux-agent-1"),
+        "unsubstituted-template": edited(jenkins, change_id="${CHANGE_ID}"),
     }, issuer=JENKINS_ISSUER)
     azure = fixture("azure-pipelines-token-claims.json")
     token_seeds("token_azure_pipelines", azure, {
@@ -402,6 +403,11 @@ def ci_answers():
             write("ci_answer", f"{name.split('-')[0]}-{state}", bytes([selector]) + compact(dict(answer, **{field: state})))
     for name in ["jenkins-api-build-running.json", "jenkins-api-build-finished.json"]:
         write("ci_answer", name.removesuffix(".json"), bytes([3]) + compact(fixture(name)))
+    # The SCMRevisionAction heads, as answers about build 42 of `main` so that their heads are read.
+    main_42 = fixture("jenkins-api-build-running.json")
+    for head in ["branch", "tag", "change-request-fork", "none"]:
+        answer = dict(fixture(f"jenkins-api-build-{head}.json"), number=main_42["number"], url=main_42["url"])
+        write("ci_answer", f"jenkins-api-build-{head}", bytes([3]) + compact(answer))
     for name in ["azure-pipelines-api-build-inprogress.json", "azure-pipelines-api-build-completed.json"]:
         write("ci_answer", name.removesuffix(".json"), bytes([4]) + compact(fixture(name)))
     # Read as the run's timeline too: every job on the run's queue (queueId 1, as the target's

@@ -189,6 +189,11 @@ pub struct Job {
     /// whose token names only the run.
     pub named_job: Option<NamedJob>,
     pub dangerous_trigger: Option<DangerousTrigger>,
+    /// The fork a change request comes from, where the CI names one (Jenkins' `SCMHeadOrigin$Fork`).
+    pub fork: Option<String>,
+    /// Why the job's `ref`, `ref_type` and `event` are unknown, when its token cannot tell them
+    /// and the CI's API did not (a Jenkins build): a condition on them then fails saying so.
+    pub ref_unknown: Option<String>,
     /// Identifies this one token for replay protection: `jti:<jti>`, or without one
     /// `signed-sha256:<SHA-256 of its signed part>` (what its signature covers, so that a
     /// re-encoded signature names the same token).

@@ -74,6 +74,9 @@ impl ApiError {
                 L::Identity(identity::Error::KeysUnavailable { .. }) => {
                     (StatusCode::SERVICE_UNAVAILABLE, "issuer_unavailable")
                 }
+                L::Identity(identity::Error::UnsubstitutedClaim(_)) => {
+                    (StatusCode::UNAUTHORIZED, "unsubstituted_claim")
+                }
                 L::Identity(_) => (StatusCode::UNAUTHORIZED, "invalid_token"),
                 L::Denied(_) => (StatusCode::FORBIDDEN, "access_denied"),
                 L::Replayed => (StatusCode::CONFLICT, "token_replayed"),

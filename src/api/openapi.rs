@@ -17,6 +17,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 pub enum ErrorCode {
     InvalidRequest,
     InvalidToken,
+    UnsubstitutedClaim,
     UnknownIssuer,
     InvalidSignature,
     AccessDenied,

@@ -159,7 +159,7 @@ pub struct RevokeRequest {
     responses(
         (status = 200, description = "The job ended; its credentials are being revoked", body = JobEndBody),
         (status = 400, description = "`invalid_request`", body = ErrorResponse),
-        (status = 401, description = "`invalid_token`, `unknown_issuer`", body = ErrorResponse),
+        (status = 401, description = "`invalid_token`, `unsubstituted_claim`, `unknown_issuer`", body = ErrorResponse),
         (status = 503, description = "`issuer_unavailable`, `store_unavailable`; `overloaded`, with `Retry-After`", body = ErrorResponse),
     ))]
 pub async fn revoke_own_job(

@@ -29,6 +29,9 @@ pub struct JobIdentity<'a> {
     /// judged (`Job::effective_runner_environment`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runner_environment: Option<&'a str>,
+    /// The fork a change request comes from (Jenkins' `SCMHeadOrigin$Fork`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fork: Option<&'a str>,
 }
 
 impl<'a> From<&'a Job> for JobIdentity<'a> {
@@ -44,6 +47,7 @@ impl<'a> From<&'a Job> for JobIdentity<'a> {
             workflow_ref: job.workflow_ref.as_deref(),
             run_id: job.run_id.as_deref(),
             runner_environment: job.effective_runner_environment().map(|environment| environment.value),
+            fork: job.fork.as_deref(),
         }
     }
 }

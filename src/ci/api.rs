@@ -35,6 +35,25 @@ pub struct JobReport {
     /// The CI's own word for the state, for logs and audit.
     pub status: String,
     pub runner: Option<RunnerFacts>,
+    /// What the build runs for, from an API that tells it where the token cannot (Jenkins'
+    /// `SCMRevisionAction`), or why its answer does not say; `None` from every other.
+    pub head: Option<Result<Head, String>>,
+}
+
+/// The branch, tag or change request a build runs for, as its CI's API names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Head {
+    /// The answer names none: not a multibranch build, so its kind is unknown.
+    None,
+    Branch(String),
+    Tag(String),
+    /// A change request (a pull request): its head's name (`PR-7`), its id where the answer
+    /// tells it, and the fork it comes from.
+    ChangeRequest {
+        name: String,
+        id: Option<String>,
+        fork: Option<String>,
+    },
 }
 
 /// How the API takes a read token.
@@ -102,6 +121,17 @@ pub trait JobApi: Sync {
     /// (Jenkins deletes old builds); `None` when a 404 tells nothing, the job's state unknown.
     fn not_found(&self) -> Option<Liveness> {
         None
+    }
+    /// Whether `read_answer` tells what the job runs for (`JobReport::head`), so that the API is
+    /// asked before the policy judges the job.
+    fn tells_head(&self) -> bool {
+        false
+    }
+    /// Sets what the job runs for from the head its answer named; an error refuses the job (the
+    /// token and the CI disagree).
+    /// `Err` is why the answer told no head, which leaves what the job runs for unknown.
+    fn apply_head(&self, _job: &mut Job, _head: Result<&Head, &str>) -> Result<(), String> {
+        Ok(())
     }
     /// Where the API lists which runner runs which job, for a CI whose job answer names no
     /// runner (Jenkins' computers); asked while the job runs.

@@ -14,6 +14,11 @@ pub enum ClaimsError {
     /// The claims are well-formed but describe no job this issuer may speak for.
     #[error("the token's claims are refused: {0}")]
     Refused(String),
+    /// A claim template named a variable the build does not set: the CI signed its literal text.
+    #[error(
+        "the claim `{0}` still holds `${{`: the controller's claim template names a variable this build does not set"
+    )]
+    Unsubstituted(String),
 }
 
 /// Decodes the CI-specific claims strictly: a claim of another JSON type than documented is

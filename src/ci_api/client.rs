@@ -10,10 +10,10 @@ use secrecy::SecretString;
 use super::Error;
 use super::config::{CiApiConfig, CiApisConfig, OnUnavailable};
 use super::http;
-use crate::ci::{AppTokenError, AppTokens, JobApi, JobLocator, JobReport, Liveness};
+use crate::ci::{AppTokenError, AppTokens, Head, JobApi, JobLocator, JobReport, Liveness};
 use crate::env_secret::secret_from_env;
 use crate::identity::IssuerConfig;
-use crate::job::{CiKind, RunnerFacts};
+use crate::job::{CiKind, Job, RunnerFacts};
 
 enum Credentials {
     /// A fixed token, with the user it belongs to where the API takes HTTP Basic.
@@ -63,6 +63,16 @@ impl CiApi {
         self.api.name()
     }
 
+    /// Whether its answers tell what a job runs for, which the policy must then wait for.
+    pub fn tells_head(&self) -> bool {
+        self.api.tells_head()
+    }
+
+    /// Sets what `job` runs for from an answer's head, or why no answer told it.
+    pub fn apply_head(&self, job: &mut Job, head: Result<&Head, &str>) -> Result<(), String> {
+        self.api.apply_head(job, head)
+    }
+
     async fn ask_for(&self, locator: &JobLocator, pause: &mut Option<Duration>) -> Result<JobReport, Error> {
         let api = self.api.name();
         if locator.kind() != self.kind {
@@ -89,7 +99,7 @@ impl CiApi {
                 };
                 read.map_err(|reason| Error::Malformed { api, reason })?
             }
-            (404, Some(liveness)) => JobReport { liveness, status: "not found".into(), runner: None },
+            (404, Some(liveness)) => JobReport { liveness, status: "not found".into(), runner: None, head: None },
             (status, _) => return Err(Error::Status { api, status }),
         };
         let Credentials::Token { user, token } = &self.credentials else { return Ok(report) };

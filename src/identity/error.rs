@@ -19,6 +19,10 @@ pub enum Error {
     MissingClaim(&'static str),
     #[error("the token's claims do not have the documented types: {0}")]
     WrongClaimType(String),
+    #[error(
+        "the claim `{0}` still holds `${{`: the controller's claim template names a variable this build does not set"
+    )]
+    UnsubstitutedClaim(String),
     #[error("the keys of issuer `{issuer}` could not be fetched: {reason}")]
     KeysUnavailable { issuer: String, reason: String },
 }
@@ -29,6 +33,7 @@ impl From<crate::ci::ClaimsError> for Error {
             crate::ci::ClaimsError::Missing(claim) => Self::MissingClaim(claim),
             crate::ci::ClaimsError::WrongType(reason) => Self::WrongClaimType(reason),
             crate::ci::ClaimsError::Refused(reason) => Self::Invalid(reason),
+            crate::ci::ClaimsError::Unsubstituted(claim) => Self::UnsubstitutedClaim(claim),
         }
     }
 }

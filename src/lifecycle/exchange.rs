@@ -111,9 +111,12 @@ impl Broker {
         token_sha256: &str,
         request: &ExchangeRequest,
     ) -> Result<(Vec<IssuedCredential>, Option<&'static str>), Error> {
-        // Runner facts the token lacks are sought before deciding, with the liveness check's call.
-        let early = if self.policy.wants_runner_facts(job, &request.roles) {
-            Some(self.check_running(job, Some(&request.roles)).await?)
+        // Runner facts the token lacks, and what the job runs for where only the CI's API tells
+        // it, are sought before deciding, with the liveness check's call.
+        let wants_runner = self.policy.wants_runner_facts(job, &request.roles);
+        let tells_head = self.ci_apis.get(&job.issuer).is_some_and(|api| api.tells_head());
+        let early = if wants_runner || tells_head {
+            Some(self.check_running(job, wants_runner.then_some(request.roles.as_slice())).await?)
         } else {
             None
         };

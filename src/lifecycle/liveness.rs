@@ -10,6 +10,7 @@ use super::{Broker, EndedBy, Error};
 use crate::ci::{JobLocator, Liveness};
 use crate::ci_api::OnUnavailable;
 use crate::clock::now_ms;
+use crate::identity;
 use crate::job::{Job, RunnerFacts};
 use crate::store::JobCiFacts;
 
@@ -24,8 +25,9 @@ pub(super) struct Checked {
 }
 
 impl Broker {
-    /// Asks the CI's API about the job when its issuer checks liveness, or when judging
-    /// `runner_for` (the requested roles) needs runner facts the token lacks. Facts found are
+    /// Asks the CI's API about the job when its issuer checks liveness, when judging
+    /// `runner_for` (the requested roles) needs runner facts the token lacks, or when the API
+    /// tells what the job runs for (a Jenkins build's head), which it then sets. Facts found are
     /// merged into the job beneath its token's; when they are wanted, the runner a webhook named
     /// is merged first, and the API is asked only if facts are still missing.
     pub(super) async fn check_running(&self, job: &mut Job, runner_for: Option<&[String]>) -> Result<Checked, Error> {
@@ -43,11 +45,14 @@ impl Broker {
         let locator = JobLocator::of(job);
         checked.facts.locator = locator.as_ref().ok().map(JobLocator::to_json);
         let want_runner = runner_for.is_some_and(|roles| self.policy.wants_runner_facts(job, roles));
-        if !api.check_running && !want_runner {
+        // What a build runs for is asked at every exchange, never taken from the cache of
+        // running jobs, which keeps only their runners.
+        let tells_head = api.tells_head();
+        if !api.check_running && !want_runner && !tells_head {
             return Ok(checked);
         }
         let key = (job.issuer.clone(), job.job_id.clone());
-        if let Some(runner) = self.running.get(&key).await {
+        if !tells_head && let Some(runner) = self.running.get(&key).await {
             if let Some(runner) = runner {
                 job.runner.merge(runner.to_runner());
             }
@@ -67,6 +72,13 @@ impl Broker {
                 }
             },
         };
+        let head = match &answer {
+            Ok(report) => report.head.as_ref().map(|head| head.as_ref().map_err(String::as_str)),
+            Err(reason) => tells_head.then_some(Err(reason.as_str())),
+        };
+        if let Some(head) = head {
+            api.apply_head(job, head).map_err(|reason| Error::Identity(identity::Error::Invalid(reason)))?;
+        }
         let report = match answer {
             Ok(report) => report,
             Err(reason) => {

@@ -55,6 +55,9 @@ impl Condition {
             Actual::Missing if self.field.is_runner_fact() => {
                 Failure::UnknownFact(ctx.job.runner.unavailable.as_deref())
             }
+            Actual::Missing if self.field.is_source_fact() && ctx.job.ref_unknown.is_some() => {
+                Failure::UnknownFact(ctx.job.ref_unknown.as_deref())
+            }
             Actual::Missing if self.field == Field::RunnerTier => {
                 Failure::NoTier(ctx.job.runner.unavailable.as_deref())
             }

@@ -15,6 +15,7 @@ mod field;
 mod from_map;
 mod github;
 mod lint;
+mod lint_refs;
 mod model;
 mod rule;
 mod schema;

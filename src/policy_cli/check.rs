@@ -2,11 +2,11 @@
 //! rules that load fine but are risky. Files are parsed one by one first, so one broken file does
 //! not hide the errors of the next.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::path::Path;
 
-use super::mapping::config_issuers;
+use super::mapping::{config_ci_apis, config_issuers};
 use super::{Error, MappingChoice, Report};
 use crate::config::read_policy_files;
 use crate::job::CiKind;
@@ -17,6 +17,10 @@ pub fn check(dir: &Path, choice: &MappingChoice) -> Result<Report, Error> {
     let issuer_kinds: BTreeMap<String, CiKind> = match choice {
         MappingChoice::Config(path) => config_issuers(path)?.into_iter().map(|i| (i.name, i.kind)).collect(),
         _ => BTreeMap::new(),
+    };
+    let ci_apis: BTreeSet<String> = match choice {
+        MappingChoice::Config(path) => config_ci_apis(path)?,
+        _ => BTreeSet::new(),
     };
     let files = read_policy_files(dir).map_err(|source| Error::Read { path: dir.display().to_string(), source })?;
     let sources: Vec<PolicyFile<'_>> = files.iter().map(|(path, text)| PolicyFile { path, text }).collect();
@@ -41,7 +45,9 @@ pub fn check(dir: &Path, choice: &MappingChoice) -> Result<Report, Error> {
     if errors == 0 {
         match PolicySet::parse(&sources) {
             Ok(set) => {
-                for warning in set.lint(&issuer_kinds) {
+                let mut found = set.lint(&issuer_kinds);
+                found.extend(set.lint_unknowable_refs(&issuer_kinds, &ci_apis));
+                for warning in found {
                     warnings += 1;
                     let path = role_files.get(&warning.role).copied().unwrap_or_default();
                     let _ = writeln!(

@@ -39,6 +39,12 @@ pub fn explain(
         job.repository,
         job.git_ref.as_deref().unwrap_or("(none)")
     );
+    if let Some(why) = &job.ref_unknown {
+        let _ = writeln!(text, "ref unknown: {why}");
+    }
+    if let Some(fork) = &job.fork {
+        let _ = writeln!(text, "from fork: {fork}");
+    }
     let _ = writeln!(text, "runner: {}", render_runner(job));
     let tier = set.tier(job);
     let single_use = if tier.is_some_and(|t| t.single_use) { " (single-use)" } else { "" };

@@ -2,6 +2,7 @@
 //! `--config`, from `--issuer`/`--kind`, or guessed from well-known `iss` values and claim shapes.
 //! Whatever was used is said, since a wrong guess changes every decision.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -32,6 +33,9 @@ struct IssuersOnly {
     issuers: Vec<IssuerConfig>,
     #[serde(default)]
     policy_dir: Option<PathBuf>,
+    /// `[ci_api.<issuer>]`, by issuer: only which issuers have one is read here.
+    #[serde(default)]
+    ci_api: BTreeMap<String, toml::Value>,
 }
 
 pub fn parse_kind(text: &str) -> Result<CiKind, String> {
@@ -94,6 +98,13 @@ pub(super) fn config_issuers(path: &Path) -> Result<Vec<IssuerConfig>, Error> {
     let doc: IssuersOnly = toml::from_str(&read(path)?)
         .map_err(|e| Error::Claims { path: path.display().to_string(), message: e.to_string() })?;
     Ok(doc.issuers)
+}
+
+/// The issuers the config gives a CI API (`[ci_api.<issuer>]`).
+pub(super) fn config_ci_apis(path: &Path) -> Result<BTreeSet<String>, Error> {
+    let doc: IssuersOnly = toml::from_str(&read(path)?)
+        .map_err(|e| Error::Claims { path: path.display().to_string(), message: e.to_string() })?;
+    Ok(doc.ci_api.into_keys().collect())
 }
 
 pub(super) fn config_policy_dir(path: &Path) -> Option<PathBuf> {

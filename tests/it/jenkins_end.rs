@@ -17,7 +17,7 @@ const ROUNDS_EVERY_SECOND: &str = "\n[lifecycle]\nreconcile_interval = \"1s\"\nr
 /// The branch job of branch `feature/x`: Jenkins names the item `feature%2Fx`.
 const FEATURE: &str = "job/octo-org/job/octo-repo/job/feature%252Fx/";
 
-const BUILD_TREE: &str = "api/json?tree=number,url,building,result";
+const BUILD_TREE: &str = "api/json?tree=number,url,building,result,actions[revision[head[name,id,origin[name]]]]";
 const COMPUTERS: &str =
     "/computer/api/json?tree=computer[displayName,assignedLabels[name],executors[currentExecutable[number,url]]]";
 

@@ -30,6 +30,7 @@ mod identity_keys;
 mod identity_tokens;
 mod jenkins;
 mod jenkins_end;
+mod jenkins_heads;
 mod job_end_aws;
 mod job_end_circleci;
 mod job_end_durability;

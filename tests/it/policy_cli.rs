@@ -18,7 +18,7 @@ roles:
 "#;
 
 pub(crate) fn ci_creds(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ci-creds")).args(args).env("RUST_LOG", "off").output().expect("binary runs")
+    Command::new(crate::support::broker::binary()).args(args).env("RUST_LOG", "off").output().expect("binary runs")
 }
 
 pub(crate) fn stdout(output: &Output) -> String {

@@ -106,3 +106,39 @@ fn explain_infers_jenkins_from_its_claims() {
         "{text}"
     );
 }
+
+#[test]
+fn check_warns_of_ref_and_event_rules_for_a_jenkins_issuer_without_its_api() {
+    let with_api = format!(
+        "{CONFIG}[ci_api.jenkins]\napi_url = \"https://jenkins.example.com\"\nuser = \"ci-creds\"\ntoken_env = \"JENKINS_API_TOKEN\"\n"
+    );
+    let dir = dir_with(&[("config.toml", CONFIG), ("with-api.toml", &with_api), ("roles.yaml", ROLES)]);
+    let check = |config: &str| {
+        let output = ci_creds(&["policy", "check", "--config", arg(&dir.path().join(config)), arg(dir.path())]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        stdout(&output)
+    };
+    let text = check("config.toml");
+    for (role, field) in [("deploy", "ref"), ("preview", "event")] {
+        let expected =
+            format!("role `{role}`, allow rule 1: the rule conditions `{field}` for Jenkins issuer(s) jenkins");
+        assert!(text.contains(&expected), "{text}");
+    }
+    assert!(!check("with-api.toml").contains("Jenkins issuer(s)"));
+}
+
+#[test]
+fn explain_says_why_a_build_without_a_branch_claim_has_no_ref() {
+    let dir = dir_with(&[("config.toml", CONFIG), ("roles.yaml", ROLES)]);
+    let mut claims: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("jenkins-token-claims.json")).unwrap()).unwrap();
+    claims.as_object_mut().unwrap().remove("branch");
+    std::fs::write(dir.path().join("claims.json"), claims.to_string()).unwrap();
+    let claims_path = dir.path().join("claims.json");
+    let config = dir.path().join("config.toml");
+    let args = ["policy", "explain", "--claims", arg(&claims_path), "--role", "deploy", "--config", arg(&config)];
+    let output = ci_creds(&[&args[..], &[arg(dir.path())]].concat());
+    let text = stdout(&output);
+    assert!(text.contains("role deploy: denied"), "{text}");
+    assert!(text.contains("ref unknown: the token has no `branch` claim, and only the Jenkins API"), "{text}");
+}

@@ -123,7 +123,12 @@ impl JobApi for BuildsApi {
         let asked = asked(locator)?;
         let answer = read_build(asked, body)?;
         // The build's pool is the run's default, not known to be any job's without the timeline.
-        Ok(JobReport { liveness: run_liveness(&answer.status), status: bounded_fact(answer.status), runner: None })
+        Ok(JobReport {
+            liveness: run_liveness(&answer.status),
+            status: bounded_fact(answer.status),
+            runner: None,
+            head: None,
+        })
     }
 
     /// A run's build alone, when its timeline could not be had (over 1 MiB, an error): whether
@@ -142,6 +147,7 @@ impl JobApi for BuildsApi {
             liveness: run_liveness(&answer.status),
             status: bounded_fact(format!("{}; the run's timeline could not be read: {reason}", answer.status)),
             runner: None,
+            head: None,
         }))
     }
 
@@ -165,7 +171,7 @@ impl JobApi for BuildsApi {
             .find(|record| record.kind.as_deref() == Some("Job") && record.id.eq_ignore_ascii_case(&job.id));
         let Some(record) = record else {
             let liveness = if run == Liveness::Finished { Liveness::Finished } else { Liveness::Unknown };
-            return Ok(JobReport { liveness, status: "not in the run's timeline".into(), runner: None });
+            return Ok(JobReport { liveness, status: "not in the run's timeline".into(), runner: None, head: None });
         };
         let state = record.state.as_deref().unwrap_or("none");
         let (liveness, status) = match record.attempt {
@@ -193,7 +199,7 @@ impl JobApi for BuildsApi {
         }
         .bounded();
         let runner = (runner.name.is_some() || runner.group.is_some()).then_some(runner);
-        Ok(JobReport { liveness, status: bounded_fact(status), runner })
+        Ok(JobReport { liveness, status: bounded_fact(status), runner, head: None })
     }
 
     /// `X-RateLimit-Remaining: 0` until `X-RateLimit-Reset` (epoch seconds).
@@ -263,5 +269,5 @@ fn run_report(answer: Answer, liveness: Liveness, timeline: &Timeline) -> JobRep
         None => (answer.status, answer.queue.and_then(|queue| queue.pool).map(pool_facts)),
         Some(why) => (format!("{} (its pool is not known to be every job's: {why})", answer.status), None),
     };
-    JobReport { liveness, status: bounded_fact(status), runner }
+    JobReport { liveness, status: bounded_fact(status), runner, head: None }
 }

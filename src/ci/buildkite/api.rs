@@ -107,7 +107,7 @@ impl JobApi for RestApi {
             }
             .bounded()
         });
-        Ok(JobReport { liveness, status: bounded_fact(answer.state), runner })
+        Ok(JobReport { liveness, status: bounded_fact(answer.state), runner, head: None })
     }
 
     /// `RateLimit-Remaining: 0` for `RateLimit-Reset` (seconds from now).

@@ -83,6 +83,7 @@ impl JobApi for JobsApi {
             liveness,
             status: bounded_fact(answer.status),
             runner: answer.runner.facts(FactSource::CiApi.as_str()),
+            head: None,
         })
     }
 

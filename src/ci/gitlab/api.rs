@@ -95,7 +95,7 @@ impl JobApi for JobsApi {
             }
             .bounded()
         });
-        Ok(JobReport { liveness, status: bounded_fact(answer.status), runner })
+        Ok(JobReport { liveness, status: bounded_fact(answer.status), runner, head: None })
     }
 
     /// `RateLimit-Reset` (epoch seconds) on a 429 or with nothing remaining.

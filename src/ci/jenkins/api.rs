@@ -8,9 +8,10 @@ use http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::head::{self, Actions};
 use super::job_url::Controller;
 use crate::ci::JobLocator;
-use crate::ci::api::{JobApi, JobReport, Liveness, TokenHeader, check_about_job};
+use crate::ci::api::{Head, JobApi, JobReport, Liveness, TokenHeader, check_about_job};
 use crate::job::{FactSource, Job, MAX_LABELS, RunnerFacts, bounded_fact};
 use crate::net::path_segment;
 
@@ -34,7 +35,7 @@ impl Locator {
             path.push_str("/job/");
             path.push_str(&path_segment(item)?);
         }
-        Some(format!("{path}/{}/api/json?tree=number,url,building,result", self.build_number))
+        Some(format!("{path}/{}/api/json?tree=number,url,building,result,{}", self.build_number, head::TREE))
     }
 }
 
@@ -46,6 +47,8 @@ struct Answer {
     result: Option<String>,
     #[serde(default)]
     url: Option<String>,
+    #[serde(flatten)]
+    actions: Actions,
 }
 
 #[derive(Deserialize)]
@@ -121,7 +124,17 @@ impl JobApi for RestApi {
             (false, None) => Liveness::Unknown,
         };
         let status = answer.result.unwrap_or_else(|| if answer.building { "building" } else { "no result" }.into());
-        Ok(JobReport { liveness, status: bounded_fact(status), runner: None })
+        // An unreadable head leaves the build's kind unknown, not its liveness.
+        let head = Some(answer.actions.head());
+        Ok(JobReport { liveness, status: bounded_fact(status), runner: None, head })
+    }
+
+    fn tells_head(&self) -> bool {
+        true
+    }
+
+    fn apply_head(&self, job: &mut Job, head: Result<&Head, &str>) -> Result<(), String> {
+        head::apply(job, head)
     }
 
     fn rate_limit_pause(&self, _status: u16, _headers: &HeaderMap, _now: u64) -> Option<Duration> {

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use super::job_url::{Controller, branch_of_item};
+use super::templates;
 use crate::ci::claims::ClaimsError;
 use crate::ci::{ClaimRole, Issuer};
 use crate::job::{CiKind, DangerousTrigger, FactSource, Job, Runner, RunnerKey, Sourced, bounded_fact};
@@ -31,6 +32,7 @@ pub const ROLES: &[ClaimRole] = &[BUILD_NUMBER, BRANCH, CHANGE_ID, CHANGE_FORK, 
 pub const CHANGE_REQUEST_EVENT: &str = "change_request";
 
 pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
+    templates::check(claims)?;
     let iss = string(claims, "iss")?.ok_or(ClaimsError::Missing("iss"))?;
     let sub = string(claims, "sub")?.ok_or(ClaimsError::Missing("sub"))?;
     let controller = Controller::of_issuer(&iss)
@@ -41,7 +43,7 @@ pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
     let build_number = build_number(claims, issuer.claim(&BUILD_NUMBER))?;
     let branch = string(claims, issuer.claim(&BRANCH))?;
     let change_id = string(claims, issuer.claim(&CHANGE_ID))?;
-    let change_fork = string(claims, issuer.claim(&CHANGE_FORK))?;
+    let change_fork = string(claims, issuer.claim(&CHANGE_FORK))?.map(bounded_fact);
     let node_name = string(claims, issuer.claim(&NODE_NAME))?;
 
     let full_name = items.join("/");
@@ -62,7 +64,16 @@ pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
     };
     let change_request = change_id.is_some() || change_fork.is_some();
     // A change request's branch job is named after the request (`PR-7`), not a branch.
-    let git_ref = branch.filter(|_| !change_request).map(|branch| format!("refs/heads/{branch}"));
+    let git_ref = branch.clone().filter(|_| !change_request).map(|branch| format!("refs/heads/{branch}"));
+    // Without the claim only the build API tells what the build runs for (`head.rs`), which the
+    // exchange asks when `[ci_api.<issuer>]` is configured and which then replaces this.
+    let ref_unknown = (branch.is_none() && !change_request).then(|| {
+        format!(
+            "the token has no `{}` claim, and only the Jenkins API (`[ci_api.{}]`) tells a build's branch, tag or change request",
+            issuer.claim(&BRANCH),
+            issuer.name
+        )
+    });
     Ok(Job {
         kind: Some(CiKind::Jenkins),
         job_name: Some(full_name.clone()),
@@ -71,6 +82,8 @@ pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
         git_ref,
         event: change_request.then(|| CHANGE_REQUEST_EVENT.to_owned()),
         dangerous_trigger: change_request.then(|| DangerousTrigger::Event(CHANGE_REQUEST_EVENT.to_owned())),
+        fork: change_fork,
+        ref_unknown,
         // Every Jenkins agent is a machine someone runs.
         runner_environment: Some("self-hosted".to_owned()),
         runner: Runner {

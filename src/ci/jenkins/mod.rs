@@ -4,8 +4,10 @@
 
 mod api;
 mod claims;
+mod head;
 mod job_token;
 mod job_url;
+mod templates;
 mod webhook;
 
 #[cfg(test)]

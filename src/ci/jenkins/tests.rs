@@ -209,7 +209,9 @@ fn the_api_is_asked_at_the_build_s_own_path_and_its_answers_say_whether_it_runs(
     assert_eq!(at.build_url, BUILD_URL);
     assert_eq!(
         locator.path().as_deref(),
-        Some("/job/octo-org/job/octo-repo/job/main/42/api/json?tree=number,url,building,result")
+        Some(
+            "/job/octo-org/job/octo-repo/job/main/42/api/json?tree=number,url,building,result,actions[revision[head[name,id,origin[name]]]]"
+        )
     );
     let api = CiKind::Jenkins.ci().api.unwrap();
     let running = api.read_answer(&locator, &fixture("jenkins-api-build-running.json")).unwrap();

@@ -40,6 +40,21 @@ fn runner_fact_conditions() {
             &["runner_group unknown: the CI's API did not answer: HTTP 503"],
         ),
         (
+            "a ref nobody could tell, with why (a Jenkins build without the API)",
+            "{ ref: refs/heads/main }",
+            with(github_job(), |j| {
+                j.git_ref = None;
+                j.ref_unknown = Some("no `branch` claim, and no Jenkins API".into());
+            }),
+            &["ref unknown: no `branch` claim, and no Jenkins API"],
+        ),
+        (
+            "a ref absent without a reason is only absent",
+            "{ ref: refs/heads/main }",
+            with(github_job(), |j| j.git_ref = None),
+            &["ref: the token has no such claim"],
+        ),
+        (
             "a runner name by anchored glob",
             r#"{ issuer: github, runner_name: "glob:release-runner-*" }"#,
             with(github_job(), |j| j.runner.name = told("release-runner-5", FactSource::CiApi)),

@@ -203,6 +203,6 @@ impl Drop for Broker {
 
 /// The binary under test; `CI_CREDS_BIN` points a long benchmark at a copy, so that rebuilding
 /// meanwhile cannot replace the binary it restarts or runs.
-fn binary() -> std::path::PathBuf {
+pub(crate) fn binary() -> std::path::PathBuf {
     std::env::var_os("CI_CREDS_BIN").map_or_else(|| env!("CARGO_BIN_EXE_ci-creds").into(), Into::into)
 }

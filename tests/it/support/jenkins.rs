@@ -64,6 +64,9 @@ struct Shared {
     jwks: Option<Value>,
     /// By the job's path below the root (as in a URL: items encoded) and the build's number.
     builds: HashMap<(String, u64), Build>,
+    /// The fixture whose `SCMRevisionAction` a build's answer carries, where not its job's
+    /// default (`default_head`).
+    heads: HashMap<(String, u64), &'static str>,
     requests: Vec<Seen>,
 }
 
@@ -129,6 +132,12 @@ impl Jenkins {
     /// `job/…/`) from now on. A build never set is not found (404).
     pub fn set_build(&self, job: &str, number: u64, build: Build) {
         self.shared.lock().unwrap().builds.insert((format!("/{job}"), number), build);
+    }
+
+    /// The build's answer carries the actions (and so the `SCMRevisionAction`) of `fixture`
+    /// (`jenkins-api-build-{branch,tag,change-request-fork,none}.json`), as asked with a `tree`.
+    pub fn set_head(&self, job: &str, number: u64, fixture: &'static str) {
+        self.shared.lock().unwrap().heads.insert((format!("/{job}"), number), fixture);
     }
 
     /// The build is deleted (log rotation): 404 from now on.
@@ -280,7 +289,11 @@ fn respond(controller: &Controller, path: &str, query: &str, headers: &HeaderMap
     let Some((job, number)) = build_path(path) else {
         return (StatusCode::NOT_FOUND, "Not Found").into_response();
     };
-    let build = controller.shared.lock().unwrap().builds.get(&(job.clone(), number)).cloned();
+    let (build, head) = {
+        let shared = controller.shared.lock().unwrap();
+        let at = (job.clone(), number);
+        (shared.builds.get(&at).cloned(), shared.heads.get(&at).copied())
+    };
     let Some(build) = build else {
         return (StatusCode::NOT_FOUND, "Not Found").into_response();
     };
@@ -295,7 +308,33 @@ fn respond(controller: &Controller, path: &str, query: &str, headers: &HeaderMap
     body["id"] = json!(number.to_string());
     body["displayName"] = json!(format!("#{number}"));
     body["url"] = json!(format!("{}{}{number}/", root, &job[1..]));
+    // The revision is a nested bean, hidden at the default depth: only a tree shows it.
+    if !tree.is_empty() {
+        body["actions"] = match head {
+            Some(name) => fixture(name)["actions"].clone(),
+            None => default_head(&job),
+        };
+    }
     Json(select(&body, &tree)).into_response()
+}
+
+/// A branch job of the fixtures' multibranch project `octo-org/octo-repo` builds its branch
+/// (jenkins-api-build-branch.json's head, named as the job, its item name decoded once); any
+/// other job is no multibranch build (jenkins-api-build-none.json).
+fn default_head(job: &str) -> Value {
+    let Some(item) = job.strip_prefix("/job/octo-org/job/octo-repo/job/").and_then(|rest| rest.strip_suffix('/'))
+    else {
+        return fixture("jenkins-api-build-none.json")["actions"].clone();
+    };
+    let mut actions = fixture("jenkins-api-build-branch.json")["actions"].clone();
+    let branch = percent_encoding::percent_decode_str(item).decode_utf8_lossy().into_owned();
+    let branch = percent_encoding::percent_decode_str(&branch).decode_utf8_lossy().into_owned();
+    for action in actions.as_array_mut().unwrap() {
+        if action["_class"] == "jenkins.scm.api.SCMRevisionAction" {
+            action["revision"]["head"]["name"] = json!(branch);
+        }
+    }
+    actions
 }
 
 /// `Some(true)` for this API's user and token, `Some(false)` for other Basic credentials,
