@@ -41,7 +41,7 @@ fn runner_fact_conditions() {
         ),
         (
             "a ref nobody could tell, with why (a Jenkins build without the API)",
-            "{ ref: refs/heads/main }",
+            "{ issuer: github, ref: refs/heads/main }",
             with(github_job(), |j| {
                 j.git_ref = None;
                 j.ref_unknown = Some("no `branch` claim, and no Jenkins API".into());
@@ -50,7 +50,7 @@ fn runner_fact_conditions() {
         ),
         (
             "a ref absent without a reason is only absent",
-            "{ ref: refs/heads/main }",
+            "{ issuer: github, ref: refs/heads/main }",
             with(github_job(), |j| j.git_ref = None),
             &["ref: the token has no such claim"],
         ),
