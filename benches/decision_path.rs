@@ -246,6 +246,7 @@ impl Fixture {
             max_token_lifetime: None,
             audience: None,
             claim_names: Default::default(),
+            controller_url: None,
         };
         let verifier = Verifier::new(AUDIENCE.into(), vec![github], HttpClient::new().expect("HTTP client"));
         let policy = policy_set();

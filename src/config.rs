@@ -141,6 +141,18 @@ impl Config {
                 .ci()
                 .check_claim_names(&issuer.claim_names)
                 .map_err(|(role, message)| invalid(key(&format!("claim_names.{role}")), message))?;
+            if let Some(root) = &issuer.controller_url {
+                if issuer.kind != CiKind::Jenkins {
+                    return Err(invalid(key("controller_url"), "only a Jenkins issuer names its controller"));
+                }
+                check_url_scheme(root).map_err(|e| invalid(key("controller_url"), e))?;
+                if !root.ends_with('/') || root.contains(['?', '#']) {
+                    return Err(invalid(
+                        key("controller_url"),
+                        "must be the controller's root URL as Jenkins writes it, ending in `/`",
+                    ));
+                }
+            }
         }
         if let Some(vault) = &self.vault {
             check_url_scheme(&vault.address).map_err(|e| invalid("vault.address", e))?;

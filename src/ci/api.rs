@@ -128,8 +128,9 @@ pub trait JobApi: Sync {
         false
     }
     /// Sets what the job runs for from the head its answer named; an error refuses the job (the
-    /// token and the CI disagree).
-    /// `Err` is why the answer told no head, which leaves what the job runs for unknown.
+    /// token and the CI disagree). `Err` is why the answer told no head, which leaves what the
+    /// job runs for unknown. Called before the answer's runner is merged, so a CI whose token
+    /// claims facts its API tells better (Jenkins' agent) drops them here.
     fn apply_head(&self, _job: &mut Job, _head: Result<&Head, &str>) -> Result<(), String> {
         Ok(())
     }

@@ -113,13 +113,16 @@ pub struct Issuer<'a> {
     pub name: &'a str,
     /// `[issuers.claim_names]`: the claim each role is read from, where not the default.
     pub claim_names: &'a BTreeMap<String, String>,
+    /// Jenkins' `controller_url`: the root URL of the controller whose jobs `sub` names, for an
+    /// issuer whose URL does not tell it (the plugin's custom "Issuer URI").
+    pub controller_url: Option<&'a str>,
 }
 
 impl<'a> Issuer<'a> {
     /// An issuer whose claims have their CI's default names.
     pub fn named(name: &'a str) -> Self {
         static NONE: BTreeMap<String, String> = BTreeMap::new();
-        Self { name, claim_names: &NONE }
+        Self { name, claim_names: &NONE, controller_url: None }
     }
 
     /// The claim that holds `role`.

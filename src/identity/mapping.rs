@@ -16,7 +16,12 @@ pub fn job_from_claims(kind: CiKind, issuer: &str, claims: Value) -> Result<Job,
 /// Maps already-trusted claims onto a job of the configured `issuer`, reading the claims its
 /// `claim_names` say.
 pub fn job_from_issuer_claims(issuer: &IssuerConfig, claims: Value) -> Result<Job, Error> {
-    map(issuer.kind, &Issuer { name: &issuer.name, claim_names: &issuer.claim_names }, claims)
+    let named = Issuer {
+        name: &issuer.name,
+        claim_names: &issuer.claim_names,
+        controller_url: issuer.controller_url.as_deref(),
+    };
+    map(issuer.kind, &named, claims)
 }
 
 /// `token_id` and `expires_at` come from `jti` and `exp` when present; the verifier sets its own.

@@ -48,6 +48,10 @@ pub struct IssuerConfig {
     /// a name the issuer's admin chooses (Jenkins' claim templates), where not the default.
     #[serde(default)]
     pub claim_names: BTreeMap<String, String>,
+    /// Jenkins only: the controller's root URL (ending in `/`), for an issuer configured with the
+    /// plugin's custom "Issuer URI", whose URL then says nothing of the controller.
+    #[serde(default)]
+    pub controller_url: Option<String>,
 }
 
 fn default_algorithms() -> Vec<Algorithm> {

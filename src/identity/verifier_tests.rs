@@ -23,6 +23,7 @@ fn verifier(jwks: &Value, algorithm: Algorithm, max_token_lifetime: Option<Durat
         max_token_lifetime,
         audience: None,
         claim_names: Default::default(),
+        controller_url: None,
     };
     let keys = FixedKeys::from_jwks([(ISSUER, jwks)]).unwrap();
     Verifier::with_fixed_keys(AUDIENCE.into(), vec![issuer], keys)

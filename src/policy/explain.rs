@@ -44,6 +44,10 @@ pub struct ConditionCheck {
     /// The accepted values as written, globs with their `glob:` prefix.
     pub accepted: Vec<String>,
     pub holds: bool,
+    /// Why a fact the job lacks could not be told (a Jenkins build's ref without the CI's API),
+    /// where it is known; a rule on it cannot match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknown_because: Option<String>,
 }
 
 impl PolicySet {
@@ -101,11 +105,16 @@ fn check(condition: &Condition, ctx: &Ctx<'_>) -> ConditionCheck {
         Actual::Claim(value @ (Value::Array(_) | Value::Object(_) | Value::Null)) => Some(value.to_string()),
         Actual::Claim(value) => claim_text(value).map(|t| t.into_owned()),
     };
+    let unknown_because = match actual {
+        None if condition.field.is_source_fact() => ctx.job.ref_unknown.clone(),
+        _ => None,
+    };
     ConditionCheck {
         field: condition.field.to_string(),
         actual,
         source,
         accepted: condition.values.texts(),
         holds: condition.holds(ctx),
+        unknown_because,
     }
 }

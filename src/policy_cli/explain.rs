@@ -89,6 +89,7 @@ fn render_rule(text: &mut String, kind: &str, number: usize, rule: &RuleExplanat
 fn render_check(check: &ConditionCheck) -> String {
     let mark = if check.holds { "held  " } else { "failed" };
     let missing = match check.field.as_str() {
+        _ if check.unknown_because.is_some() => "(unknown: see `ref unknown` above)",
         "runner_tier" => "(in no runner tier)",
         field if field.starts_with("runner_") => "(unknown)",
         _ => "(not in the token)",

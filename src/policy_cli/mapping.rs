@@ -91,6 +91,7 @@ fn defaults(name: String, kind: CiKind) -> IssuerConfig {
         max_token_lifetime: None,
         audience: None,
         claim_names: Default::default(),
+        controller_url: None,
     }
 }
 

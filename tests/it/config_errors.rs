@@ -56,6 +56,19 @@ fn names_the_bad_key() {
             "issuers[0].claim_names.repository",
         ),
         (
+            "a controller URL on an issuer that is not Jenkins'",
+            format!("{HEAD}{GOOD_ISSUER}controller_url = \"https://jenkins.example.com/\"\n{vault}"),
+            "issuers[0].controller_url",
+        ),
+        (
+            "a Jenkins controller URL that is not its root",
+            format!(
+                "{HEAD}{}controller_url = \"https://jenkins.example.com/jenkins\"\n{vault}",
+                GOOD_ISSUER.replace("kind = \"github\"", "kind = \"jenkins\"")
+            ),
+            "issuers[0].controller_url",
+        ),
+        (
             "Jenkins API without its user",
             format!(
                 "{HEAD}{}{vault}{}",

@@ -19,6 +19,7 @@ async fn verify_github(edit: impl FnOnce(&mut Value)) -> Result<ci_creds::job::J
         max_token_lifetime: None,
         audience: None,
         claim_names: Default::default(),
+        controller_url: None,
     };
     let verifier = Verifier::new(AUDIENCE.into(), vec![config], HttpClient::new().unwrap());
     verifier.verify(&github_token(&issuer, edit)).await

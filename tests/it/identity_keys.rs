@@ -26,6 +26,7 @@ fn verifier(issuer: &DevIssuer) -> Verifier {
         max_token_lifetime: None,
         audience: None,
         claim_names: Default::default(),
+        controller_url: None,
     };
     Verifier::new(AUDIENCE.into(), vec![config], HttpClient::new().unwrap()).with_refresh_cooldown(TEST_COOLDOWN)
 }

@@ -23,6 +23,7 @@ fn verifier_for(issuer: &DevIssuer, kind: CiKind, algorithms: Vec<Algorithm>) ->
         max_token_lifetime: None,
         audience: None,
         claim_names: Default::default(),
+        controller_url: None,
     };
     Verifier::new(AUDIENCE.into(), vec![config], HttpClient::new().unwrap())
 }

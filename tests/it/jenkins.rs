@@ -265,6 +265,7 @@ async fn jenkins_key_rotation_under_the_same_kid_is_picked_up_after_a_bad_signat
         max_token_lifetime: None,
         audience: None,
         claim_names: Default::default(),
+        controller_url: None,
     };
     let verifier = Verifier::new(AUDIENCE.into(), vec![config.clone()], HttpClient::new().unwrap())
         .with_refresh_cooldown(COOLDOWN);

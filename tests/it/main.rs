@@ -29,6 +29,7 @@ mod identity_claims;
 mod identity_keys;
 mod identity_tokens;
 mod jenkins;
+mod jenkins_controller;
 mod jenkins_end;
 mod jenkins_heads;
 mod job_end_aws;

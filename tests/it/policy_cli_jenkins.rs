@@ -141,4 +141,7 @@ fn explain_says_why_a_build_without_a_branch_claim_has_no_ref() {
     let text = stdout(&output);
     assert!(text.contains("role deploy: denied"), "{text}");
     assert!(text.contains("ref unknown: the token has no `branch` claim, and only the Jenkins API"), "{text}");
+    // The failing condition points at that reason, not at the token.
+    assert!(text.contains("failed  ref: (unknown: see `ref unknown` above)"), "{text}");
+    assert!(!text.contains("(not in the token)"), "{text}");
 }

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::head::{self, Actions};
-use super::job_url::Controller;
 use crate::ci::JobLocator;
 use crate::ci::api::{Head, JobApi, JobReport, Liveness, TokenHeader, check_about_job};
 use crate::job::{FactSource, Job, MAX_LABELS, RunnerFacts, bounded_fact};
@@ -103,10 +102,10 @@ impl JobApi for RestApi {
     }
 
     fn locate(&self, job: &Job) -> Result<JobLocator, &'static str> {
-        let claim = |name: &str| job.claims.get(name).and_then(Value::as_str);
-        let controller = claim("iss").and_then(Controller::of_issuer).ok_or("`iss` is not a Jenkins issuer")?;
-        let job_url = claim("sub").ok_or("no `sub` claim")?;
-        let items = controller.job_items(job_url).ok_or("`sub` is not a job's URL")?;
+        // The mapping named the job by the items of `sub`, once it found `sub` to be a job's URL
+        // below the issuer's controller (`claims.rs`); an item's name never holds a `/`.
+        let items = job.job_name.as_deref().ok_or("no job name")?.split('/').map(str::to_owned).collect();
+        let job_url = job.claims.get("sub").and_then(Value::as_str).ok_or("no `sub` claim")?;
         let build_number = job.run_id.as_deref().and_then(|n| n.parse().ok()).ok_or("no build number")?;
         Ok(JobLocator::Jenkins(Locator { items, build_number, build_url: format!("{job_url}{build_number}/") }))
     }
@@ -134,6 +133,13 @@ impl JobApi for RestApi {
     }
 
     fn apply_head(&self, job: &mut Job, head: Result<&Head, &str>) -> Result<(), String> {
+        // The agent is the computer API's to tell (`find_runner`, asked next while the build
+        // runs). A `${NODE_NAME}` template is filled from `Run.getEnvironment`, which takes the
+        // node of `Computer.currentComputer()`, the thread's own: in a Pipeline that is where its
+        // script runs, not the agent of the `node` block whose `withCredentials` asked for the
+        // token (oidc-provider `IdTokenCredentials.token()`; not yet confirmed on a live
+        // controller). A claimed agent the API does not confirm is no agent at all.
+        job.runner.name.take_if(|name| name.source == FactSource::Token);
         head::apply(job, head)
     }
 

@@ -35,8 +35,18 @@ pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
     templates::check(claims)?;
     let iss = string(claims, "iss")?.ok_or(ClaimsError::Missing("iss"))?;
     let sub = string(claims, "sub")?.ok_or(ClaimsError::Missing("sub"))?;
-    let controller = Controller::of_issuer(&iss)
-        .ok_or_else(|| ClaimsError::Refused("`iss` is not a Jenkins issuer (`<root URL>oidc`)".into()))?;
+    // The plugin signs `iss` as the credential's custom "Issuer URI" where one is set, else its
+    // issuer's URL (`<root>oidc`, a folder's `<root>oidc/job/<folder>`): oidc-provider
+    // `IdTokenCredentials.token()`, `issuer != null ? issuer : findIssuer().url()`. A custom one
+    // tells nothing of the controller, which `controller_url` then names.
+    let controller = match issuer.controller_url {
+        Some(root) => Controller::at_root(root),
+        None => Controller::of_issuer(&iss).ok_or_else(|| {
+            ClaimsError::Refused(
+                "`iss` is not a Jenkins issuer (`<root URL>oidc`); for a custom Issuer URI set `controller_url`".into(),
+            )
+        })?,
+    };
     let items = controller.job_items(&sub).ok_or_else(|| {
         ClaimsError::Refused("`sub` is not the URL of a job below the issuer's controller and folder".into())
     })?;

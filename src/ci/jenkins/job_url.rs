@@ -28,6 +28,11 @@ impl<'a> Controller<'a> {
         })
     }
 
+    /// The whole controller at `root` (its root URL, ending in `/`).
+    pub fn at_root(root: &'a str) -> Self {
+        Self { root, folder: Vec::new() }
+    }
+
     /// The items of the job at `url`, when it is a job below this controller and, for a folder's
     /// issuer, inside that folder; the root URL, the folder itself and other hosts are `None`.
     pub fn job_items(&self, url: &str) -> Option<Vec<String>> {

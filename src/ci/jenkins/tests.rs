@@ -97,6 +97,19 @@ fn a_token_that_names_no_job_below_its_controller_is_refused() {
 }
 
 #[test]
+fn a_custom_issuer_uri_speaks_for_the_controller_its_issuer_names() {
+    let custom = with(claims(), &[("iss", json!("https://oidc.example.com/jenkins"))]);
+    let refused = map(&custom);
+    assert!(matches!(&refused, Err(ClaimsError::Refused(why)) if why.contains("controller_url")), "{refused:?}");
+    let names = BTreeMap::new();
+    let issuer = Issuer { name: "jenkins", claim_names: &names, controller_url: Some("https://jenkins.example.com/") };
+    let job = CiKind::Jenkins.ci().job(&issuer, &custom).unwrap();
+    assert_eq!((job.job_id.as_str(), job.repository.as_str()), ("octo-org/octo-repo/main#42", "octo-org/octo-repo"));
+    let other_controller = Issuer { controller_url: Some("https://ci.example.com/"), ..issuer };
+    assert!(matches!(CiKind::Jenkins.ci().job(&other_controller, &custom), Err(ClaimsError::Refused(_))));
+}
+
+#[test]
 fn a_folder_s_issuer_speaks_only_for_the_jobs_inside_its_folder() {
     let folder = "https://jenkins.example.com/oidc/job/octo-org";
     assert!(map(&with(claims(), &[("iss", json!(folder))])).is_ok());
@@ -137,7 +150,7 @@ fn the_claims_an_admin_names_otherwise_are_read_under_those_names() {
             ("agent", json!("linux-agent-1")),
         ],
     );
-    let issuer = Issuer { name: "jenkins", claim_names: &names };
+    let issuer = Issuer { name: "jenkins", claim_names: &names, controller_url: None };
     let job = CiKind::Jenkins.ci().job(&issuer, &renamed).unwrap();
     assert_eq!((job.repository.as_str(), job.git_ref.as_deref()), ("octo-org/octo-repo", Some("refs/heads/main")));
     let name = job.runner.name.unwrap();

@@ -12,6 +12,7 @@ fn check(field: &str, actual: Option<&str>, accepted: &[&str], holds: bool) -> C
         source: None,
         accepted: accepted.iter().map(|a| (*a).to_owned()).collect(),
         holds,
+        unknown_because: None,
     }
 }
 
