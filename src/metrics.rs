@@ -165,6 +165,10 @@ fn describe() {
         "ci_creds_runner_refusals_total",
         "Refused exchanges counted against the job's runner, by reason: replayed, job_ended, ci_unavailable, runner_reused, runner_unknown, policy."
     );
+    describe_gauge!(
+        "ci_creds_github_app_token_expiry_timestamp_seconds",
+        "When (unix seconds) the installation token the broker reads GitHub's jobs API with expires, by installation; taken anew 5 minutes before. Its remaining life is this minus time()."
+    );
     describe_counter!(
         "ci_creds_requests_overloaded_total",
         "Requests answered 503 `overloaded` because every in-flight slot was taken."
@@ -256,6 +260,14 @@ pub fn ci_api_call(issuer: &str, during: &'static str, answer: &'static str, ela
         histogram!("ci_creds_ci_api_request_duration_seconds", "issuer" => issuer.to_owned())
             .record(elapsed.as_secs_f64());
     }
+}
+
+/// The installation token for `installation` that the broker reads GitHub's API with, good until
+/// `expires_at` (unix seconds). An expiry, not a remaining life: it stays true between scrapes
+/// without a task to count it down.
+pub fn github_app_token_expiry(installation: u64, expires_at: i64) {
+    gauge!("ci_creds_github_app_token_expiry_timestamp_seconds", "installation" => installation.to_string())
+        .set(expires_at as f64);
 }
 
 /// A single-use tier's job refused because its runner served another job; `tier` is a policy name.

@@ -68,6 +68,37 @@ async fn a_running_job_gets_its_credentials_and_one_answer_serves_its_concurrent
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_app_s_installation_token_is_taken_anew_before_it_expires_and_its_expiry_is_a_metric() {
+    let api = GithubApi::start().await;
+    let stack = github_stack(&api, "").await;
+    // Four minutes to live: within the five the broker keeps in hand, so not used again.
+    api.set_token_lifetime(Duration::from_secs(240));
+    for (n, job_id) in ["7011", "7012"].into_iter().enumerate() {
+        api.set_job(job_id, JobAnswer::Status("in_progress"));
+        let (status, answer) = stack.broker.exchange(&job_token(&stack, job_id), &roles()).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(api.issued().len(), n + 1, "a token near its expiry is taken anew");
+    }
+    let (_, metrics) = stack.broker.get_text("/metrics").await;
+    let expiry: f64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("ci_creds_github_app_token_expiry_timestamp_seconds{installation="))
+        .and_then(|rest| rest.split_once(' '))
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or_else(|| panic!("no expiry gauge: {metrics}"));
+    let now = ci_creds::clock::now() as f64;
+    assert!((now + 200.0..=now + 240.0).contains(&expiry), "{expiry} against {now}");
+
+    // An hour to live: the next jobs reuse it.
+    api.set_token_lifetime(Duration::from_secs(3600));
+    for job_id in ["7013", "7014", "7015"] {
+        api.set_job(job_id, JobAnswer::Status("in_progress"));
+        assert_eq!(stack.broker.exchange(&job_token(&stack, job_id), &roles()).await.0, 200);
+    }
+    assert_eq!(api.issued().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_job_the_ci_reports_finished_is_ended_and_gets_nothing() {
     let api = GithubApi::start().await;
     let stack = github_stack(&api, "").await;

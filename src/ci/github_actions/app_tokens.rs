@@ -56,6 +56,7 @@ impl AppTokens {
         let expires_at = OffsetDateTime::parse(&issued.expires_at, &Rfc3339)
             .map(OffsetDateTime::unix_timestamp)
             .unwrap_or(now + 3600);
+        crate::metrics::github_app_token_expiry(installation, expires_at);
         let token = Arc::new((issued.token, expires_at));
         self.tokens.insert(installation, token.clone()).await;
         Ok(token)

@@ -74,6 +74,8 @@ struct Shared {
     /// Requests counted against the `core` limit, and when it resets (unix seconds).
     used: u64,
     reset: i64,
+    /// How long an installation token lives, where not GitHub's hour.
+    token_lifetime: Option<time::Duration>,
 }
 
 pub struct GithubApi {
@@ -112,6 +114,11 @@ impl GithubApi {
         let url = format!("http://{}", listener.local_addr().expect("address"));
         tokio::spawn(async move { axum::serve(listener, router).await });
         Self { url, private_key_pem: key.pkcs8_pem().to_owned(), shared }
+    }
+
+    /// Installation tokens issued from now on expire `lifetime` after issue, not after GitHub's hour.
+    pub fn set_token_lifetime(&self, lifetime: std::time::Duration) {
+        self.shared.lock().unwrap().token_lifetime = Some(time::Duration::seconds(lifetime.as_secs() as i64));
     }
 
     pub fn set(&self, mode: Mode) {
@@ -279,9 +286,9 @@ async fn access_token(State(state): State<AppState>, Path(id): Path<u64>, header
         repositories: selected.as_ref().map(|names| names.iter().map(|name| (*name).to_owned()).collect()),
     };
     shared.scopes.insert(token.clone(), scope);
-    let expires_at = (time::OffsetDateTime::now_utc() + time::Duration::hours(1))
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap();
+    let lifetime = shared.token_lifetime.unwrap_or(time::Duration::hours(1));
+    let expires_at =
+        (time::OffsetDateTime::now_utc() + lifetime).format(&time::format_description::well_known::Rfc3339).unwrap();
     let mut answer = json!({ "token": token, "expires_at": expires_at, "permissions": permissions });
     match &selected {
         Some(names) => {
