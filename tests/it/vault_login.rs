@@ -25,7 +25,7 @@ async fn exchange_for_a_minute(stack: &LoginStack) -> (String, String) {
     let started = Instant::now();
     let mut last = None;
     let mut granted = 0;
-    while started.elapsed() < MINUTE {
+    loop {
         match stack.exchange().await {
             Ok(minted) => last = Some(minted),
             Err((status, answer)) => panic!(
@@ -36,9 +36,12 @@ async fn exchange_for_a_minute(stack: &LoginStack) -> (String, String) {
             ),
         }
         granted += 1;
+        if started.elapsed() + EVERY > MINUTE {
+            break;
+        }
         tokio::time::sleep(EVERY).await;
     }
-    assert!(granted >= 15, "{granted} exchanges in a minute");
+    assert!(granted >= 12, "{granted} exchanges in a minute");
     last.expect("at least one exchange")
 }
 
