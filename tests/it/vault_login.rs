@@ -76,8 +76,13 @@ async fn an_approle_login_with_a_fifteen_second_max_ttl_keeps_exchanges_working_
     let (first_job_token, first_accessor) = stack.exchange().await.expect("granted after the first login");
     let (job_token, _) = exchange_for_a_minute(&stack).await;
     assert!(reads_its_secret(&bao, &job_token).await, "the last job token reads its secret");
-    let logins = stack.broker.logs().matches("logged in to Vault").count();
+    let logs = stack.broker.logs();
+    let logins = logs.matches("logged in to Vault").count();
     assert!(logins >= 4, "the broker logged in {logins} times in a minute of 15 s tokens");
+    assert!(
+        !logs.contains("Vault refused the broker's token"),
+        "each login came before its token's max TTL, not after Vault refused it"
+    );
     assert!(
         reads_its_secret(&bao, &first_job_token).await,
         "the first job token outlived the login token that minted it"
