@@ -31,6 +31,10 @@ export BAO_ADDR="http://127.0.0.1:$BAO_PORT" BAO_TOKEN="$DEV_VAULT_TOKEN"
 for _ in $(seq 50); do bao status >/dev/null 2>&1 && break; sleep 0.2; done
 echo 'path "secret/data/deploy/*" { capabilities = ["read"] }' | bao policy write deploy-prod - >/dev/null
 bao kv put -mount=secret deploy/db password=local-dev-password >/dev/null
+# Job tokens are orphans of this token role, allowed only the policies policy/example.yaml grants
+# (docs/vault.md): they outlive the broker's own token.
+bao write auth/token/roles/ci-creds-job orphan=true renewable=true allowed_policies=deploy-prod \
+  disallowed_policies=root >/dev/null
 
 "$BIN" dev issuer --dir "$STATE/issuer" --listen "127.0.0.1:$ISSUER_PORT" >"$STATE/issuer.out" 2>"$STATE/issuer.log" &
 pids+=($!)
@@ -53,6 +57,7 @@ issuer = "$ISSUER_URL"
 [vault]
 address = "http://127.0.0.1:$BAO_PORT"
 token_env = "DEV_VAULT_TOKEN"
+token_role = "ci-creds-job"
 
 [webhooks.github]
 issuer = "github"

@@ -12,7 +12,7 @@ use thiserror::Error;
 
 use crate::api::limits::LimitsConfig;
 use crate::audit::AuditConfig;
-use crate::backends::{AwsConfig, GithubConfig, VaultConfig};
+use crate::backends::{AwsConfig, GithubConfig, VaultConfig, VaultCredentials};
 use crate::ci_api::CiApisConfig;
 use crate::env_secret::secret_from_env;
 use crate::identity::{ASYMMETRIC_ALGORITHMS, IssuerConfig};
@@ -57,8 +57,8 @@ pub struct Config {
 
 /// Secrets read from the environment at start, kept in redacting types.
 pub struct Secrets {
-    /// The broker's own Vault token, when `[vault]` is configured.
-    pub vault_token: Option<SecretString>,
+    /// What the broker logs in to Vault with, when `[vault]` is configured.
+    pub vault_credentials: Option<VaultCredentials>,
     /// The minting GitHub App's private key, when `[github]` is configured.
     pub github_private_key: Option<SecretString>,
     pub store_password: Option<SecretString>,
@@ -156,6 +156,7 @@ impl Config {
         }
         if let Some(vault) = &self.vault {
             check_url_scheme(&vault.address).map_err(|e| invalid("vault.address", e))?;
+            vault.login_method().map_err(|(key, message)| invalid(key, message))?;
         }
         if let Some(github) = &self.github {
             check_url_scheme(&github.api_url).map_err(|e| invalid("github.api_url", e))?;
@@ -224,8 +225,11 @@ impl Config {
 
     /// The secrets `serve` needs, read from the environment variables the config names.
     pub fn secrets(&self) -> Result<Secrets, Error> {
-        let vault_token =
-            self.vault.as_ref().map(|vault| vault.token().map_err(|e| invalid("vault.token_env", e))).transpose()?;
+        let vault_credentials = self
+            .vault
+            .as_ref()
+            .map(|vault| vault.credentials().map_err(|(key, message)| invalid(key, message)))
+            .transpose()?;
         let webhooks = Webhooks::from_config(&self.webhooks, |name| self.kind_of(name))
             .map_err(|(key, message)| invalid(key, message))?;
         let github_private_key = self
@@ -233,7 +237,7 @@ impl Config {
             .as_ref()
             .map(|github| github.private_key().map_err(|e| invalid("github.private_key_env", e)))
             .transpose()?;
-        Ok(Secrets { vault_token, github_private_key, store_password: self.store_password()?, webhooks })
+        Ok(Secrets { vault_credentials, github_private_key, store_password: self.store_password()?, webhooks })
     }
 
     /// The PostgreSQL password from `store.password_env`, if the config names one.
@@ -299,3 +303,5 @@ fn yaml_files(dir: &Path, keep: impl Fn(&Path) -> bool) -> std::io::Result<Vec<P
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vault_auth_tests;

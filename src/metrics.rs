@@ -173,6 +173,15 @@ fn describe() {
         "ci_creds_requests_overloaded_total",
         "Requests answered 503 `overloaded` because every in-flight slot was taken."
     );
+    describe_gauge!(
+        "ci_creds_vault_token_ttl_seconds",
+        Unit::Seconds,
+        "Seconds the broker's own Vault token has left; 0 once Vault refuses it, NaN for a token that never expires."
+    );
+    describe_gauge!(
+        "ci_creds_vault_token_renewable",
+        "1 when the broker's own Vault token can be renewed, 0 when it expires at ci_creds_vault_token_ttl_seconds unless the broker logs in again."
+    );
 }
 
 /// The repository as a label value.
@@ -325,6 +334,13 @@ pub fn runner_refusal(reason: &'static str) {
 /// Jobs judged in the last 30 days in `tier` (a policy name, or `none`).
 pub fn runner_jobs_30d(tier: String, jobs: usize) {
     gauge!("ci_creds_runner_jobs_30d", "tier" => tier).set(jobs as f64);
+}
+
+/// The broker's own Vault token: seconds it has left (`None`: it never expires) and whether it
+/// can be renewed.
+pub fn vault_token(ttl_seconds: Option<f64>, renewable: bool) {
+    gauge!("ci_creds_vault_token_ttl_seconds").set(ttl_seconds.unwrap_or(f64::NAN));
+    gauge!("ci_creds_vault_token_renewable").set(if renewable { 1.0 } else { 0.0 });
 }
 
 /// Whether a recorder is installed: without one, a scrape has nothing to show.

@@ -95,14 +95,45 @@ impl HttpClient {
         timeout: Duration,
         max_bytes: usize,
     ) -> Result<(StatusCode, Vec<u8>), String> {
+        self.send_json(self.inner.post(url.clone()).header(header, secret.clone()), body, timeout, max_bytes).await
+    }
+
+    /// POSTs `body` as JSON to `url` (checked when it was made) without credentials: a login,
+    /// whose secret is in the body. The answer's status and its body of at most `max_bytes`.
+    pub async fn post_json<B: Serialize + ?Sized>(
+        &self,
+        url: &Url,
+        body: &B,
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<(StatusCode, Vec<u8>), String> {
+        self.send_json(self.inner.post(url.clone()), body, timeout, max_bytes).await
+    }
+
+    /// GETs `url` (checked when it was made) with `header` set to `secret` (marked sensitive),
+    /// within `timeout`: the answer's status and its body of at most `max_bytes`.
+    pub async fn get_with_secret_header(
+        &self,
+        url: &Url,
+        (header, secret): (&'static str, &HeaderValue),
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<(StatusCode, Vec<u8>), String> {
+        let request = self.inner.get(url.clone()).timeout(timeout).header(header, secret.clone());
+        let response = request.send().await.map_err(|e| format!("request failed: {e}"))?;
+        let status = response.status();
+        Ok((status, read_bounded(response, max_bytes).await?))
+    }
+
+    async fn send_json<B: Serialize + ?Sized>(
+        &self,
+        request: reqwest::RequestBuilder,
+        body: &B,
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<(StatusCode, Vec<u8>), String> {
         let body = serde_json::to_vec(body).map_err(|e| format!("the request does not encode: {e}"))?;
-        let request = self
-            .inner
-            .post(url.clone())
-            .timeout(timeout)
-            .header(header, secret.clone())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body);
+        let request = request.timeout(timeout).header(reqwest::header::CONTENT_TYPE, "application/json").body(body);
         let response = request.send().await.map_err(|e| format!("request failed: {e}"))?;
         let status = response.status();
         Ok((status, read_bounded(response, max_bytes).await?))

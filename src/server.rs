@@ -8,7 +8,7 @@ use tokio::net::TcpListener;
 use crate::backends::Backends;
 use crate::backends::aws::AwsBackend;
 use crate::backends::github::GithubBackend;
-use crate::backends::vault::VaultBackend;
+use crate::backends::vault::{VaultBackend, VaultLogin};
 use crate::ci_api::CiApis;
 use crate::config::{self, Config};
 use crate::identity::Verifier;
@@ -47,8 +47,18 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
     check_backends(&policy, config)?;
     let store = store::Store::open(&config.store, secrets.store_password.as_ref()).await?;
     let http = HttpClient::new()?;
-    let vault = match (&config.vault, &secrets.vault_token) {
-        (Some(vault), Some(token)) => Some(VaultBackend::new(vault, token, http.clone())?),
+    let vault = match (&config.vault, secrets.vault_credentials) {
+        (Some(vault), Some(credentials)) => {
+            if vault.token_role.is_none() {
+                tracing::warn!(
+                    "no [vault] token_role: job tokens are children of the broker's own Vault token and are revoked \
+                     with it when it expires or is revoked (docs/vault.md)"
+                );
+            }
+            let timeout = std::time::Duration::from_secs(vault.timeout_seconds);
+            let login = VaultLogin::start(credentials, &vault.address, http.clone(), timeout).await?;
+            Some(VaultBackend::with_login(vault, login, http.clone())?)
+        }
         _ => None,
     };
     let aws = match &config.aws {
@@ -149,6 +159,9 @@ pub async fn serve(config: Config) -> Result<(), Error> {
     tokio::spawn(sweeper::run(broker.clone()));
     tokio::spawn(reconciler::run(broker.clone()));
     tokio::spawn(fleet_gauges::run(broker.clone()));
+    if let Some(vault) = &broker.backends.vault {
+        tokio::spawn(vault.login().clone().keep_alive());
+    }
     tracing::info!(%addr, roles = broker.policy.roles().count(), "ci-creds listening");
     api::limits::serve(listener, api::router(broker, &config.limits), &config.limits, shutdown_signal())
         .await

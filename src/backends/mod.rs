@@ -9,7 +9,10 @@ pub mod github;
 #[cfg(feature = "server")]
 pub mod vault;
 
-pub use config::{AwsConfig, GithubConfig, VaultConfig};
+pub use config::{
+    AwsConfig, GithubConfig, KUBERNETES_TOKEN_FILE, LoginMethod, SecretId, SecretIdSource, VaultAuthConfig,
+    VaultConfig, VaultCredentials,
+};
 
 use std::time::Duration;
 

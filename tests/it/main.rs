@@ -60,5 +60,7 @@ mod store_suite;
 mod stored_formats;
 mod vault_backend;
 mod vault_dynamic_secret;
+mod vault_login;
+mod vault_policy;
 mod webhook_secrets;
 mod webhooks_per_issuer;

@@ -139,3 +139,28 @@ async fn histograms_drained_without_a_scrape_are_still_counted() {
     let backend = [("backend", "vault"), ("operation", "mint")];
     assert_eq!(value(&samples, "ci_creds_backend_request_duration_seconds_count", &backend), 1.0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_static_token_that_cannot_be_renewed_shows_its_life_and_is_warned_about() {
+    use crate::support::login_stack::{LoginStack, TOKEN_ROLE, bao_for_the_broker, broker_token};
+
+    let bao = bao_for_the_broker().await;
+    let (token, _) = broker_token(&bao, json!({ "ttl": "1h", "renewable": false })).await;
+    let stack =
+        LoginStack::start(&bao, &format!("token_role = \"{TOKEN_ROLE}\"\n"), vec![("TEST_VAULT_TOKEN", token)]).await;
+    let ttl_series = ("ci_creds_vault_token_ttl_seconds".to_owned(), Labels::new());
+    let mut samples = BTreeMap::new();
+    for _ in 0..150 {
+        samples = parse(&stack.broker.get_text("/metrics").await.1);
+        if samples.contains_key(&ttl_series) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(value(&samples, "ci_creds_vault_token_renewable", &[]), 0.0);
+    let ttl = value(&samples, "ci_creds_vault_token_ttl_seconds", &[]);
+    assert!((3000.0..=3600.0).contains(&ttl), "ttl {ttl}");
+    let logs = stack.broker.logs();
+    let warning = logs.lines().find(|line| line.contains("cannot be renewed")).expect("a warning");
+    assert!(warning.contains("WARN") && warning.contains("expires_at="), "{warning}");
+}

@@ -1,17 +1,18 @@
 //! Vault/OpenBao: a token per job with exactly the role's policies, its TTL and metadata naming
-//! the job; revoked by accessor.
+//! the job; revoked by accessor. The broker's own token comes from [`login`].
+
+mod login;
 
 use std::time::Duration;
 
 use reqwest::header::HeaderValue;
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use url::Url;
-use vaultrs::client::{VaultClient, VaultClientSettingsBuilder};
-use vaultrs::error::ClientError;
 
+pub use self::login::VaultLogin;
 pub use super::config::VaultConfig;
-use super::{Backend, Credential, Error, MintRequest, Minted, RevokeHandle};
+use super::{Backend, Credential, Error, MintRequest, Minted, RevokeHandle, VaultCredentials};
 use crate::net::HttpClient;
 use crate::policy::VaultScope;
 
@@ -19,14 +20,15 @@ const NAME: &str = "vault";
 
 pub struct VaultBackend {
     address: String,
-    client: VaultClient,
     http: HttpClient,
     /// The token create, called directly: the exchange's one Vault call, where vaultrs's
     /// request building (URL parsed, headers and middleware per call) cost about a hundred
-    /// allocations an exchange.
+    /// allocations an exchange. `auth/token/create/<token_role>` when the config names a token
+    /// role: see [`token_create_url`].
     token_create: Url,
-    /// The broker's own token, as the header Vault reads it from (sensitive: never printed).
-    token_header: HeaderValue,
+    revoke_accessor: Url,
+    /// The broker's own token, kept alive by its login.
+    login: VaultLogin,
     timeout: Duration,
 }
 
@@ -74,48 +76,84 @@ struct Refusal {
 const MAX_TOKEN_BYTES: usize = 64 * 1024;
 
 impl VaultBackend {
-    /// A backend acting with the broker's own Vault `token`.
+    /// A backend acting with the broker's own Vault `token`, used as it is.
     pub fn new(config: &VaultConfig, token: &SecretString, http: HttpClient) -> Result<Self, Error> {
-        let settings = VaultClientSettingsBuilder::default()
-            .address(&config.address)
-            .token(token.expose_secret())
-            .timeout(Some(std::time::Duration::from_secs(config.timeout_seconds)))
-            .build()
-            .map_err(|e| Error::Refused { backend: NAME, code: "config".into(), reason: e.to_string() })?;
-        let client = VaultClient::new(settings).map_err(classify)?;
+        let timeout = Duration::from_secs(config.timeout_seconds);
+        let login = VaultLogin::new(VaultCredentials::Token(token.clone()), &config.address, http.clone(), timeout)?;
+        Self::with_login(config, login, http)
+    }
+
+    /// A backend acting with the token `login` keeps.
+    pub fn with_login(config: &VaultConfig, login: VaultLogin, http: HttpClient) -> Result<Self, Error> {
         let address = config.address.trim_end_matches('/').to_owned();
         let config_error = |reason: String| Error::Refused { backend: NAME, code: "config".into(), reason };
-        let token_create = crate::net::check_url_scheme(&format!("{address}/v1/auth/token/create"))
-            .map_err(|reason| config_error(format!("vault.address: {reason}")))?;
-        let mut token_header = HeaderValue::from_str(token.expose_secret())
-            .map_err(|_| config_error("the Vault token is not a valid header value".into()))?;
-        token_header.set_sensitive(true);
+        let url = |path: &str| {
+            crate::net::check_url_scheme(&format!("{address}/v1/{path}"))
+                .map_err(|reason| config_error(format!("vault.address: {reason}")))
+        };
+        let token_create = url(&token_create_path(config.token_role.as_deref()))?;
+        let revoke_accessor = url("auth/token/revoke-accessor")?;
         let timeout = Duration::from_secs(config.timeout_seconds);
-        Ok(Self { address, client, http, token_create, token_header, timeout })
+        Ok(Self { address, http, token_create, revoke_accessor, login, timeout })
+    }
+
+    /// The broker's login, for `serve` to keep alive.
+    pub fn login(&self) -> &VaultLogin {
+        &self.login
     }
 
     /// Creates the job's token: its secret and its accessor.
     async fn create_token(&self, body: &TokenCreate<'_>) -> Result<CreatedAuth, Error> {
+        let answer = self
+            .login
+            .with_token(
+                |token| async move { self.post_as_broker(&self.token_create, &token, body, MAX_TOKEN_BYTES).await },
+            )
+            .await?;
+        let created: TokenCreated = serde_json::from_slice(&answer).map_err(|e| Error::Unavailable {
+            backend: NAME,
+            reason: format!("the token create's answer does not parse: {e}"),
+        })?;
+        Ok(created.auth)
+    }
+
+    /// POSTs `body` to `url` with the broker's `token`: the answer's body on success, Vault's
+    /// refusal or an outage otherwise.
+    async fn post_as_broker<B: Serialize + ?Sized>(
+        &self,
+        url: &Url,
+        token: &HeaderValue,
+        body: &B,
+        max_bytes: usize,
+    ) -> Result<Vec<u8>, Error> {
         let (status, answer) = self
             .http
-            .post_json_with_secret_header(
-                &self.token_create,
-                ("X-Vault-Token", &self.token_header),
-                body,
-                self.timeout,
-                MAX_TOKEN_BYTES,
-            )
+            .post_json_with_secret_header(url, ("X-Vault-Token", token), body, self.timeout, max_bytes)
             .await
             .map_err(|_| Error::Unavailable { backend: NAME, reason: "cannot reach Vault".into() })?;
         if status.is_success() {
-            let created: TokenCreated = serde_json::from_slice(&answer).map_err(|e| Error::Unavailable {
-                backend: NAME,
-                reason: format!("the token create's answer does not parse: {e}"),
-            })?;
-            return Ok(created.auth);
+            return Ok(answer);
         }
         let errors = serde_json::from_slice::<Refusal>(&answer).unwrap_or_default().errors;
         Err(answered(status.as_u16(), &errors))
+    }
+}
+
+/// Where job tokens are created. With a token role configured, `auth/token/create/<role>`: the
+/// role makes them orphans (`orphan=true`), so they outlive the broker's own login token, which
+/// is replaced at every login and expires (a token's children are revoked with it: OpenBao
+/// api-docs/auth/token.mdx, "Revoke a token"); and the role's `allowed_policies` bound what the
+/// broker may grant ("tokens can be created with any subset of the policies in this list",
+/// "Create/Update token role"). The alternative, `auth/token/create-orphan`, needs `sudo` on that
+/// path, and a sudo caller may grant any policy but `root` ("policies ... must be a subset of the
+/// policies belonging to the token making the request, unless the calling token is root or
+/// contains sudo capabilities"; internal/vault/token_store.go `resolveTokenPolicies`): a broker
+/// compromise would be a Vault compromise. Without a token role: `auth/token/create`, children of
+/// the broker's token, as before (a static token only).
+fn token_create_path(token_role: Option<&str>) -> String {
+    match token_role {
+        Some(role) => format!("auth/token/create/{role}"),
+        None => "auth/token/create".to_owned(),
     }
 }
 
@@ -194,11 +232,19 @@ impl Backend for VaultBackend {
 
     async fn revoke(&self, handle: &RevokeHandle) -> Result<(), Error> {
         let RevokeHandle::Vault { accessor } = handle else { return Err(Error::WrongHandle(NAME)) };
-        match vaultrs::token::revoke_accessor(&self.client, accessor).await {
-            Ok(()) => Ok(()),
+        let body = serde_json::json!({ "accessor": accessor });
+        let revoked = self
+            .login
+            .with_token(|token| {
+                let body = &body;
+                async move { self.post_as_broker(&self.revoke_accessor, &token, body, MAX_TOKEN_BYTES).await }
+            })
+            .await;
+        match revoked {
+            Ok(_) => Ok(()),
             // Vault answers 400 for an accessor it no longer knows: the token is already gone.
-            Err(ClientError::APIError { code: 400, .. }) => Ok(()),
-            Err(e) => Err(classify(e)),
+            Err(Error::Refused { code, .. }) if code == "HTTP 400" => Ok(()),
+            Err(error) => Err(error),
         }
     }
 
@@ -207,18 +253,6 @@ impl Backend for VaultBackend {
         // standby server answers non-2xx here.
         let url = format!("{}/v1/sys/health", self.address);
         self.http.get_ok(&url).await.map_err(|reason| Error::Unavailable { backend: NAME, reason })
-    }
-}
-
-/// Vault's own refusals (4xx) are misconfiguration; everything else means it is unavailable.
-/// Only status codes and Vault's error strings are kept: they carry no token.
-fn classify(error: ClientError) -> Error {
-    match error {
-        ClientError::APIError { code, errors } => answered(code, &errors),
-        ClientError::RestClientError { .. } => {
-            Error::Unavailable { backend: NAME, reason: "cannot reach Vault".into() }
-        }
-        other => Error::Unavailable { backend: NAME, reason: other.to_string() },
     }
 }
 

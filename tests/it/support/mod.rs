@@ -11,6 +11,8 @@ pub mod ci_job;
 pub mod ecdsa;
 pub mod github_api;
 pub mod jenkins;
+pub mod kubernetes;
+pub mod login_stack;
 pub mod moto;
 pub mod postgres;
 pub mod proxy;
