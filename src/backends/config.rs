@@ -16,6 +16,15 @@ pub struct VaultConfig {
     /// How long one Vault call may take before it counts as failed.
     #[serde(default = "default_timeout_seconds")]
     pub timeout_seconds: u64,
+    /// How long a job's token lives until the broker has recorded its accessor and extended it
+    /// to the role's TTL: a token created just before a crash dies this soon
+    /// (`backends/vault/mint_grace.rs`).
+    #[serde(default = "default_mint_grace_seconds")]
+    pub mint_grace_seconds: u64,
+}
+
+fn default_mint_grace_seconds() -> u64 {
+    30
 }
 
 fn default_token_env() -> String {

@@ -10,7 +10,12 @@ use crate::support::bao::{Bao, ROOT_TOKEN};
 #[tokio::test(flavor = "multi_thread")]
 async fn an_accessor_vault_no_longer_knows_counts_as_revoked() {
     let bao = Bao::start().await;
-    let config = VaultConfig { address: bao.address.clone(), token_env: "UNUSED".into(), timeout_seconds: 5 };
+    let config = VaultConfig {
+        address: bao.address.clone(),
+        token_env: "UNUSED".into(),
+        timeout_seconds: 5,
+        mint_grace_seconds: 30,
+    };
     let vault =
         VaultBackend::new(&config, &SecretString::from(ROOT_TOKEN), HttpClient::new().unwrap()).expect("backend");
     let gone = RevokeHandle::Vault { accessor: "no-such-accessor".into() };

@@ -1,5 +1,8 @@
 //! Vault/OpenBao: a token per job with exactly the role's policies, its TTL and metadata naming
-//! the job; revoked by accessor.
+//! the job; revoked by accessor. It lives only a short grace until its accessor is recorded
+//! (`mint_grace.rs`).
+
+mod mint_grace;
 
 use std::time::Duration;
 
@@ -25,9 +28,13 @@ pub struct VaultBackend {
     /// request building (URL parsed, headers and middleware per call) cost about a hundred
     /// allocations an exchange.
     token_create: Url,
+    /// `auth/token/renew-accessor`, which ends a token's mint grace.
+    renew_accessor: Url,
     /// The broker's own token, as the header Vault reads it from (sensitive: never printed).
     token_header: HeaderValue,
     timeout: Duration,
+    /// How long a job's token lives until its accessor is recorded and it is extended.
+    mint_grace: Duration,
 }
 
 /// `auth/token/create`'s body: exactly the role's policies, its TTL, metadata naming the job.
@@ -87,11 +94,14 @@ impl VaultBackend {
         let config_error = |reason: String| Error::Refused { backend: NAME, code: "config".into(), reason };
         let token_create = crate::net::check_url_scheme(&format!("{address}/v1/auth/token/create"))
             .map_err(|reason| config_error(format!("vault.address: {reason}")))?;
+        let renew_accessor = crate::net::check_url_scheme(&format!("{address}/v1/auth/token/renew-accessor"))
+            .map_err(|reason| config_error(format!("vault.address: {reason}")))?;
         let mut token_header = HeaderValue::from_str(token.expose_secret())
             .map_err(|_| config_error("the Vault token is not a valid header value".into()))?;
         token_header.set_sensitive(true);
         let timeout = Duration::from_secs(config.timeout_seconds);
-        Ok(Self { address, client, http, token_create, token_header, timeout })
+        let mint_grace = Duration::from_secs(config.mint_grace_seconds);
+        Ok(Self { address, client, http, token_create, renew_accessor, token_header, timeout, mint_grace })
     }
 
     /// Creates the job's token: its secret and its accessor.
@@ -146,8 +156,11 @@ impl Backend for VaultBackend {
 
     async fn mint(&self, request: MintRequest<'_, VaultScope>) -> Result<Minted, Error> {
         let job = request.job;
-        let ttl = format!("{}s", request.ttl.as_secs());
+        let lifetime = mint_grace::lifetime(request.ttl, self.mint_grace);
+        let ttl = format!("{}s", lifetime.initial_seconds);
+        let max_ttl = format!("{}s", lifetime.max_seconds);
         let display_name = format!("ci-creds-{}", request.role);
+        let created = std::time::Instant::now();
         let auth = self
             .create_token(&TokenCreate {
                 policies: &request.scope.policies,
@@ -160,8 +173,10 @@ impl Backend for VaultBackend {
                 },
                 no_default_policy: true,
                 ttl: &ttl,
-                explicit_max_ttl: &ttl,
-                renewable: false,
+                explicit_max_ttl: &max_ttl,
+                // Renewable only so that the broker can end its grace: the explicit max TTL is
+                // the role's, and no renewal, the job's own included, passes it.
+                renewable: lifetime.extend,
                 display_name: &display_name,
             })
             .await?;
@@ -187,6 +202,7 @@ impl Backend for VaultBackend {
                 accessor: auth.accessor.clone(),
                 secret,
             },
+            confirmation: Self::confirmation(&auth.accessor, request.ttl, &lifetime, created),
             handle: RevokeHandle::Vault { accessor: auth.accessor },
             expires_at: None,
         })
