@@ -76,6 +76,9 @@ impl Broker {
     /// Starts the binary again on the same config and database (after `stop`).
     pub async fn spawn(&mut self) {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(self.log_path()).expect("log file");
+        // Counted before the child starts: a child quick to listen would otherwise be counted as
+        // an earlier start, and its own line waited for in vain.
+        let starts_before = self.logs().matches("ci-creds listening").count();
         let child = Command::new(binary())
             .args(["serve", "--config"])
             .arg(self.dir.path().join("config.toml"))
@@ -93,7 +96,6 @@ impl Broker {
         self.child = Some(child);
         // The broker listens on a port the OS picked and logs it: no race for a free port.
         let log_path = self.log_path();
-        let starts_before = self.logs().matches("ci-creds listening").count();
         let mut address = None;
         let started = eventually(|| {
             let logs = std::fs::read_to_string(&log_path).unwrap_or_default();
