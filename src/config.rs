@@ -24,6 +24,9 @@ use crate::net::check_url_scheme;
 use crate::policy::{self, PolicyFile, PolicySet};
 pub use crate::store::StoreConfig;
 
+/// A crash can leave a Vault token alive at most this long (`[vault] mint_grace_seconds`).
+const MAX_MINT_GRACE_SECONDS: u64 = 600;
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -157,6 +160,17 @@ impl Config {
         if let Some(vault) = &self.vault {
             check_url_scheme(&vault.address).map_err(|e| invalid("vault.address", e))?;
             vault.login_method().map_err(|(key, message)| invalid(key, message))?;
+            // The grace must outlast the Vault call that ends it (the extension), and stay a
+            // bound in seconds on what a crash can leave behind.
+            if vault.mint_grace_seconds <= vault.timeout_seconds || vault.mint_grace_seconds > MAX_MINT_GRACE_SECONDS {
+                return Err(invalid(
+                    "vault.mint_grace_seconds",
+                    format!(
+                        "must be longer than vault.timeout_seconds ({}) and at most {MAX_MINT_GRACE_SECONDS}",
+                        vault.timeout_seconds
+                    ),
+                ));
+            }
         }
         if let Some(github) = &self.github {
             check_url_scheme(&github.api_url).map_err(|e| invalid("github.api_url", e))?;

@@ -151,6 +151,13 @@ pub async fn serve(config: Config) -> Result<(), Error> {
             tracing::warn!(released, "resuming revocations a previous broker process had claimed");
         }
     }
+    // Leases left pending by a broker that died mid-mint: on SQLite every one of them (this
+    // process owns the file, so none is being minted), on PostgreSQL those older than any mint.
+    let pending_bound = match broker.store.kind() {
+        StoreKind::Sqlite => 0,
+        StoreKind::Postgres => crate::lifecycle::PENDING_GIVE_UP_SECONDS,
+    };
+    broker.settle_unrecorded(crate::clock::now() + 1 - pending_bound).await?;
     let listener =
         TcpListener::bind(config.listen).await.map_err(|source| Error::Listen { addr: config.listen, source })?;
     let addr = listener.local_addr().map_err(Error::Serve)?;

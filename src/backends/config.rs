@@ -26,6 +26,15 @@ pub struct VaultConfig {
     /// `[vault.auth]`: how the broker logs in.
     #[serde(default)]
     pub auth: VaultAuthConfig,
+    /// How long a job's token lives until the broker has recorded its accessor and extended it
+    /// to the role's TTL: a token created just before a crash dies this soon
+    /// (`backends/vault/mint_grace.rs`).
+    #[serde(default = "default_mint_grace_seconds")]
+    pub mint_grace_seconds: u64,
+}
+
+fn default_mint_grace_seconds() -> u64 {
+    30
 }
 
 fn default_token_env() -> String {

@@ -113,6 +113,16 @@ pub struct Minted {
     pub handle: RevokeHandle,
     /// When the backend says the credential expires, if it says so.
     pub expires_at: Option<time::OffsetDateTime>,
+    /// What the credential still needs once its handle is durable, before it is handed out.
+    pub confirmation: Option<Confirmation>,
+}
+
+/// The step that makes a credential whole once the broker can revoke it: until then it lives
+/// only a short grace, so a crash before its handle was recorded leaves nothing alive for long.
+#[derive(Debug)]
+pub enum Confirmation {
+    /// A Vault token created to live its mint grace: extended to `ttl` by its accessor.
+    VaultExtend { accessor: String, ttl: Duration, created: std::time::Instant },
 }
 
 /// What a backend is asked to mint: the role's scope, bound to one job, for `ttl`.
@@ -151,6 +161,15 @@ impl Backends {
             RevokeHandle::Vault { .. } => self.vault()?.revoke(handle).await,
             RevokeHandle::Aws { .. } => self.aws()?.revoke(handle).await,
             RevokeHandle::Github { .. } => self.github()?.revoke(handle).await,
+        }
+    }
+
+    /// Confirms a credential whose handle is now durable (see [`Confirmation`]).
+    pub async fn confirm(&self, confirmation: &Confirmation) -> Result<(), Error> {
+        match confirmation {
+            Confirmation::VaultExtend { accessor, ttl, created } => {
+                self.vault()?.extend(accessor, *ttl, *created).await
+            }
         }
     }
 

@@ -243,16 +243,31 @@ impl Broker {
         let expires_at = minted.expires_at.unwrap_or(asked_at + lease.ttl);
         match self.store.activate_lease(lease_id, &minted.handle, expires_at.unix_timestamp()).await {
             Ok(LeaseState::Active) => {}
-            Ok(_) => {
+            Ok(LeaseState::Revoking) => {
                 // The job ended while this credential was minted; the queue now has its handle.
                 self.revocations.wake();
                 return Err(Error::JobEnded);
+            }
+            Ok(state) => {
+                // The lease was given up as never activated (the mint outlasted the bound the
+                // sweeper allows it) or expired meanwhile: nothing will revoke it but this.
+                tracing::warn!(%lease_id, %state, "a credential was minted for a lease already given up; revoking it");
+                self.revoke_unrecorded(&minted.handle).await;
+                return Err(backends::Error::Unavailable {
+                    backend: role.backend.as_str(),
+                    reason: "minting took longer than a lease may stay pending".into(),
+                }
+                .into());
             }
             Err(error) => {
                 // The credential exists but its lease could not be recorded: take it back now.
                 self.revoke_unrecorded(&minted.handle).await;
                 return Err(error.into());
             }
+        }
+        // Only now that its handle is durable may the credential outlive its grace.
+        if let Some(confirmation) = &minted.confirmation {
+            self.confirm(lease_id, role.backend.as_str(), confirmation).await?;
         }
         self.audit.record(&Event::CredentialMinted {
             token_sha256,

@@ -4,6 +4,8 @@
 #[cfg(feature = "server")]
 mod ci_calls;
 #[cfg(feature = "server")]
+mod confirm;
+#[cfg(feature = "server")]
 mod exchange;
 #[cfg(feature = "server")]
 pub mod fleet_gauges;
@@ -20,6 +22,8 @@ pub mod revocation;
 mod runners;
 #[cfg(feature = "server")]
 pub mod sweeper;
+#[cfg(feature = "server")]
+mod unrecorded;
 pub mod webhooks;
 
 #[cfg(feature = "server")]
@@ -31,6 +35,8 @@ pub use request::{ExchangeRequest, MAX_ROLE_NAME_CHARS, MAX_ROLES_PER_EXCHANGE, 
 pub use revocation::{RevocationQueue, RevocationStats};
 #[cfg(feature = "server")]
 pub use runners::RunnerJobs;
+#[cfg(feature = "server")]
+pub use unrecorded::PENDING_GIVE_UP_SECONDS;
 
 use std::time::Duration;
 

@@ -7,6 +7,9 @@ use super::{Error, Lease, LeaseBegun, LeaseState, NewLeases, Store};
 use crate::backends::RevokeHandle;
 use crate::clock::{now, now_ms};
 
+/// Why a lease given up as never activated failed, as `last_error` says.
+pub const GIVEN_UP: &str = "given up: never activated (the broker stopped while minting)";
+
 const LEASE_COLUMNS: &str = "id, issuer, job_id, role, backend, handle, state, expires_at, attempts, last_error, \
                              revoke_requested_at, updated_at";
 
@@ -185,6 +188,38 @@ impl Store {
         .await?
         .rows_affected();
         Ok(queued)
+    }
+
+    /// Up to `limit` leases of `backend` begun before `begun_before` (unix seconds) that still
+    /// have no handle (see [`Store::give_up_pending_leases`]).
+    pub async fn unrecorded_leases(&self, backend: &str, begun_before: i64, limit: i64) -> Result<Vec<Lease>, Error> {
+        let sql = format!(
+            "SELECT {LEASE_COLUMNS} FROM leases
+             WHERE state IN ('pending', 'revoking') AND handle IS NULL AND backend = $1 AND created_at < $2
+             ORDER BY created_at, id LIMIT $3"
+        );
+        let rows = sqlx::query(&sql).bind(backend).bind(begun_before).bind(limit).fetch_all(&self.pool).await?;
+        rows.iter().map(lease_from_row).collect()
+    }
+
+    /// Gives up, as `failed`, the leases begun before `begun_before` (unix seconds) that still
+    /// have no handle: pending, or queued for revocation by their job's end before a handle came.
+    /// The caller's bound is longer than any mint takes, so none is coming: the broker died
+    /// mid-mint. Without this, such a lease would hold its job's end open until it expired. A
+    /// handle that arrives after all is recorded on the failed lease and the exchange revokes
+    /// its credential itself (`activate_lease` answers `failed`).
+    pub async fn give_up_pending_leases(&self, begun_before: i64) -> Result<u64, Error> {
+        let given_up = sqlx::query(
+            "UPDATE leases SET state = 'failed', last_error = $1, claimed_until = 0, updated_at = $2
+             WHERE state IN ('pending', 'revoking') AND handle IS NULL AND created_at < $3",
+        )
+        .bind(GIVEN_UP)
+        .bind(now())
+        .bind(begun_before)
+        .execute(&mut *self.writer().await?)
+        .await?
+        .rows_affected();
+        Ok(given_up)
     }
 
     /// Forgets leases that reached a final state before `before` (unix seconds).

@@ -101,6 +101,16 @@ fn names_the_bad_key() {
             format!("{HEAD}{GOOD_ISSUER}{}", vault.replace("CONFIG_TEST_VAULT_TOKEN", "UNSET_TOKEN_VAR")),
             "vault.token_env",
         ),
+        (
+            "a mint grace no longer than a Vault call may take",
+            format!("{HEAD}{GOOD_ISSUER}{vault}timeout_seconds = 10\nmint_grace_seconds = 10\n"),
+            "vault.mint_grace_seconds",
+        ),
+        (
+            "a mint grace of more than ten minutes",
+            format!("{HEAD}{GOOD_ISSUER}{vault}mint_grace_seconds = 601\n"),
+            "vault.mint_grace_seconds",
+        ),
         ("not sqlite", format!("{}{GOOD_ISSUER}{vault}", HEAD.replace("sqlite://", "mysql://")), "store.url"),
         ("vault role without [vault]", format!("{HEAD}{GOOD_ISSUER}"), "[vault]"),
         (

@@ -16,6 +16,7 @@ async fn an_accessor_vault_no_longer_knows_counts_as_revoked() {
         timeout_seconds: 5,
         token_role: None,
         auth: Default::default(),
+        mint_grace_seconds: 30,
     };
     let vault =
         VaultBackend::new(&config, &SecretString::from(ROOT_TOKEN), HttpClient::new().unwrap()).expect("backend");

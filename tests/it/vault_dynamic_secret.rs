@@ -9,13 +9,13 @@ use reqwest::Method;
 use serde_json::json;
 use sqlx::Connection;
 
+use crate::support::bao::Bao;
 use crate::support::postgres::{Postgres, SUPERUSER, SUPERUSER_PASSWORD};
 use crate::support::stack::Stack;
 use crate::support::webhooks::{body, github_headers};
 use crate::support::{fixture, github_token};
 
-async fn configure_database_engine(stack: &Stack, postgres: &Postgres) {
-    let bao = &stack.bao;
+pub(crate) async fn configure_database_engine(bao: &Bao, postgres: &Postgres) {
     let (status, answer) = bao.root(Method::POST, "sys/mounts/database", Some(json!({"type": "database"}))).await;
     assert!(status < 300, "mount: {answer}");
     let connection = json!({
@@ -37,7 +37,7 @@ async fn configure_database_engine(stack: &Stack, postgres: &Postgres) {
     bao.put_policy("db-readonly", r#"path "database/creds/readonly" { capabilities = ["read"] }"#).await;
 }
 
-async fn can_log_in(port: u16, username: &str, password: &str) -> bool {
+pub(crate) async fn can_log_in(port: u16, username: &str, password: &str) -> bool {
     let url = format!("postgres://{username}:{password}@127.0.0.1:{port}/postgres");
     match sqlx::PgConnection::connect(&url).await {
         Ok(mut connection) => sqlx::query("SELECT 1").execute(&mut connection).await.is_ok(),
@@ -49,7 +49,7 @@ async fn can_log_in(port: u16, username: &str, password: &str) -> bool {
 async fn the_database_login_dies_with_the_job() {
     let postgres = Postgres::start().await;
     let stack = Stack::start().await;
-    configure_database_engine(&stack, &postgres).await;
+    configure_database_engine(&stack.bao, &postgres).await;
 
     let token = github_token(&stack.github, |_| {});
     let (status, answer) = stack.broker.exchange(&token, &json!({"roles": ["db-readonly"]})).await;

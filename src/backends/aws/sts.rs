@@ -45,6 +45,9 @@ impl AwsBackend {
             },
             handle: RevokeHandle::Aws { role_arn: scope.role_arn.clone(), source_identity: identity, expires_at },
             expires_at: time::OffsetDateTime::from_unix_timestamp(expires_at).ok(),
+            // A session cannot be made to live shorter until recorded: it is denied by job
+            // instead, handle or not (`deny_list.rs`).
+            confirmation: None,
         })
     }
 }

@@ -68,7 +68,7 @@ impl Backend for GithubBackend {
             repositories: token.repositories.into_iter().map(|repository| repository.name).collect(),
         };
         // The lease's expiry is the role's TTL, not GitHub's hour: the broker revokes it then.
-        Ok(Minted { credential, handle, expires_at: None })
+        Ok(Minted { credential, handle, expires_at: None, confirmation: None })
     }
 
     async fn revoke(&self, handle: &RevokeHandle) -> Result<(), Error> {

@@ -1,7 +1,9 @@
 //! Vault/OpenBao: a token per job with exactly the role's policies, its TTL and metadata naming
-//! the job; revoked by accessor. The broker's own token comes from [`login`].
+//! the job; revoked by accessor. The broker's own token comes from [`login`]. A job's token lives
+//! only a short grace until its accessor is recorded (`mint_grace.rs`).
 
 mod login;
+mod mint_grace;
 
 use std::time::Duration;
 
@@ -27,9 +29,13 @@ pub struct VaultBackend {
     /// role: see [`token_create_url`].
     token_create: Url,
     revoke_accessor: Url,
+    /// `auth/token/renew-accessor`, which ends a token's mint grace.
+    renew_accessor: Url,
     /// The broker's own token, kept alive by its login.
     login: VaultLogin,
     timeout: Duration,
+    /// How long a job's token lives until its accessor is recorded and it is extended.
+    mint_grace: Duration,
 }
 
 /// `auth/token/create`'s body: exactly the role's policies, its TTL, metadata naming the job.
@@ -93,8 +99,10 @@ impl VaultBackend {
         };
         let token_create = url(&token_create_path(config.token_role.as_deref()))?;
         let revoke_accessor = url("auth/token/revoke-accessor")?;
+        let renew_accessor = url("auth/token/renew-accessor")?;
         let timeout = Duration::from_secs(config.timeout_seconds);
-        Ok(Self { address, http, token_create, revoke_accessor, login, timeout })
+        let mint_grace = Duration::from_secs(config.mint_grace_seconds);
+        Ok(Self { address, http, token_create, revoke_accessor, renew_accessor, login, timeout, mint_grace })
     }
 
     /// The broker's login, for `serve` to keep alive.
@@ -184,8 +192,11 @@ impl Backend for VaultBackend {
 
     async fn mint(&self, request: MintRequest<'_, VaultScope>) -> Result<Minted, Error> {
         let job = request.job;
-        let ttl = format!("{}s", request.ttl.as_secs());
+        let lifetime = mint_grace::lifetime(request.ttl, self.mint_grace);
+        let ttl = format!("{}s", lifetime.initial_seconds);
+        let max_ttl = format!("{}s", lifetime.max_seconds);
         let display_name = format!("ci-creds-{}", request.role);
+        let created = std::time::Instant::now();
         let auth = self
             .create_token(&TokenCreate {
                 policies: &request.scope.policies,
@@ -198,8 +209,10 @@ impl Backend for VaultBackend {
                 },
                 no_default_policy: true,
                 ttl: &ttl,
-                explicit_max_ttl: &ttl,
-                renewable: false,
+                explicit_max_ttl: &max_ttl,
+                // Renewable only so that the broker can end its grace: the explicit max TTL is
+                // the role's, and no renewal, the job's own included, passes it.
+                renewable: lifetime.extend,
                 display_name: &display_name,
             })
             .await?;
@@ -225,6 +238,7 @@ impl Backend for VaultBackend {
                 accessor: auth.accessor.clone(),
                 secret,
             },
+            confirmation: Self::confirmation(&auth.accessor, request.ttl, &lifetime, created),
             handle: RevokeHandle::Vault { accessor: auth.accessor },
             expires_at: None,
         })

@@ -100,6 +100,27 @@ impl Bao {
         self.lookup_accessor(accessor).await.0 == 200
     }
 
+    /// Every live token the broker made for a job, as (accessor, metadata): the root token lists
+    /// every accessor (`LIST auth/token/accessors`, which needs `sudo`) and looks each up; a
+    /// job's token is one whose metadata names a `job_id`.
+    pub async fn job_tokens(&self) -> Vec<(String, Value)> {
+        let (status, listed) = self.root(reqwest::Method::GET, "auth/token/accessors?list=true", None).await;
+        assert_eq!(status, 200, "listing accessors: {listed}");
+        let accessors: Vec<String> = listed["data"]["keys"]
+            .as_array()
+            .map(|keys| keys.iter().filter_map(|key| key.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        let mut tokens = Vec::new();
+        for accessor in accessors {
+            let (status, found) = self.lookup_accessor(&accessor).await;
+            let meta = &found["data"]["meta"];
+            if status == 200 && meta.get("job_id").is_some() {
+                tokens.push((accessor, meta.clone()));
+            }
+        }
+        tokens
+    }
+
     pub fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

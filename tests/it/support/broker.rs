@@ -58,7 +58,11 @@ impl Broker {
             setup.vault_address
         );
         config.push_str("timeout_seconds = 2\n");
-        config.push_str(setup.extra_config);
+        // A `[vault]` table in the extra config adds its keys to this one (TOML refuses a table
+        // defined twice).
+        let (vault_keys, extra_config) = take_table(setup.extra_config, "[vault]");
+        config.push_str(&vault_keys);
+        config.push_str(&extra_config);
         for (name, kind, issuer) in &setup.issuers {
             config.push_str(&format!("\n[[issuers]]\nname = \"{name}\"\nkind = \"{kind}\"\nissuer = \"{issuer}\"\n"));
         }
@@ -72,6 +76,9 @@ impl Broker {
     /// Starts the binary again on the same config and database (after `stop`).
     pub async fn spawn(&mut self) {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(self.log_path()).expect("log file");
+        // Counted before the child starts: a child quick to listen would otherwise be counted as
+        // an earlier start, and its own line waited for in vain.
+        let starts_before = self.logs().matches("ci-creds listening").count();
         let child = Command::new(binary())
             .args(["serve", "--config"])
             .arg(self.dir.path().join("config.toml"))
@@ -89,7 +96,6 @@ impl Broker {
         self.child = Some(child);
         // The broker listens on a port the OS picked and logs it: no race for a free port.
         let log_path = self.log_path();
-        let starts_before = self.logs().matches("ci-creds listening").count();
         let mut address = None;
         let started = eventually(|| {
             let logs = std::fs::read_to_string(&log_path).unwrap_or_default();
@@ -105,6 +111,12 @@ impl Broker {
         .await;
         assert!(started, "the broker did not start; its log:\n{}", self.logs());
         self.url = format!("http://{}", address.unwrap_or_default());
+    }
+
+    /// Sets `name` in the environment of the broker's next start (`spawn`).
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        self.env.retain(|(set, _)| set != name);
+        self.env.push((name.to_owned(), value.to_owned()));
     }
 
     /// SIGKILL, as a crash would: no graceful shutdown.
@@ -199,6 +211,24 @@ impl Drop for Broker {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// The keys of `config`'s table `header` (e.g. `[vault]`), and the rest of `config`.
+fn take_table(config: &str, header: &str) -> (String, String) {
+    let (mut table, mut rest) = (String::new(), String::new());
+    let mut inside = false;
+    for line in config.lines() {
+        if line.trim_start().starts_with('[') {
+            inside = line.trim() == header;
+            if inside {
+                continue;
+            }
+        }
+        let into = if inside { &mut table } else { &mut rest };
+        into.push_str(line);
+        into.push('\n');
+    }
+    (table, rest)
 }
 
 /// The binary under test; `CI_CREDS_BIN` points a long benchmark at a copy, so that rebuilding

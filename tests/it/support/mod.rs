@@ -8,6 +8,7 @@ pub mod bao;
 pub mod broker;
 pub mod ci_api;
 pub mod ci_job;
+pub mod crash;
 pub mod ecdsa;
 pub mod github_api;
 pub mod jenkins;
