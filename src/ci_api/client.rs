@@ -133,7 +133,7 @@ impl CiApi {
             Credentials::Token { user, token } => (user.as_deref(), token),
             Credentials::App(tokens) => {
                 tokens.check().await.map_err(|reason| Error::Auth { api, reason })?;
-                let summary = "the App's JWT is accepted (GET /app)".to_owned();
+                let summary = "App JWT accepted (GET /app)".to_owned();
                 return Ok(CredentialsReport { expires_at: None, summary, untold: None });
             }
         };

@@ -25,7 +25,7 @@ pub(super) fn read(headers: &HeaderMap, body: &[u8]) -> Result<CredentialsReport
         None => None,
         Some(value) => Some(expiry(value).ok_or("the token's expiry header does not parse")?),
     };
-    Ok(CredentialsReport { expires_at, summary: "the token is accepted".into(), untold: None })
+    Ok(CredentialsReport { expires_at, summary: "token accepted".into(), untold: None })
 }
 
 /// `2021-10-07 19:07:53 UTC` (or with `+0000`), as unix seconds.
