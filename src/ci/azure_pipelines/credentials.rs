@@ -43,3 +43,17 @@ pub(super) fn read(_headers: &HeaderMap, body: &[u8]) -> Result<CredentialsRepor
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_the_user_says_the_expiry_is_untold_and_refuses_a_sign_in_page() {
+        let data = br#"{"authenticatedUser":{"id":"4d2f5b6a-0000-4000-8000-000000000001","providerDisplayName":"CI Reader"},"instanceId":"x"}"#;
+        let report = read(&HeaderMap::new(), data).unwrap();
+        assert_eq!((report.summary.as_str(), report.expires_at), ("authenticated as CI Reader", None));
+        assert!(report.untold.is_some());
+        assert!(read(&HeaderMap::new(), b"<html>Sign in</html>").is_err());
+    }
+}

@@ -30,3 +30,16 @@ pub(super) fn read(_headers: &HeaderMap, body: &[u8]) -> Result<CredentialsRepor
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_without_read_builds_is_refused() {
+        let token = br#"{"uuid":"b63254c0-3271-4a98-8270-7cfbd6c2f14e","scopes":["read_builds","read_agents"]}"#;
+        assert!(read(&HeaderMap::new(), token).unwrap().summary.contains("read_builds"));
+        let narrow = br#"{"uuid":"b63254c0-3271-4a98-8270-7cfbd6c2f14e","scopes":["read_pipelines"]}"#;
+        assert!(read(&HeaderMap::new(), narrow).unwrap_err().contains("read_builds"));
+    }
+}

@@ -32,3 +32,16 @@ pub(super) fn read(_headers: &HeaderMap, body: &[u8]) -> Result<CredentialsRepor
         untold: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_authenticated_user_passes() {
+        let user = br#"{"_class":"hudson.security.WhoAmI","anonymous":false,"authenticated":true,"name":"ci-creds"}"#;
+        assert_eq!(read(&HeaderMap::new(), user).unwrap().summary, "authenticated as ci-creds");
+        let anonymous = br#"{"anonymous":true,"authenticated":true,"name":"anonymous"}"#;
+        assert!(read(&HeaderMap::new(), anonymous).unwrap_err().contains("anonymous"));
+    }
+}
