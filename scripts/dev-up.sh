@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts a working local setup: OpenBao (dev server), a local OIDC issuer standing in for
-# GitHub Actions, and the broker on its embedded SQLite store with policy/example.yaml. Then it
-# shows one job's whole life: an exchange, the job's Vault token working, a replay refused, the job
+# GitHub Actions, and the broker on its embedded SQLite store with policy/example.yaml, after
+# `ci-creds check` has tried what it needs (its output shown). Then it shows one job's whole life: an exchange, the job's Vault token working, a replay refused, the job
 # ended by a signed GitHub completion webhook, its Vault token refused by OpenBao, and a fresh
 # token for the ended job refused. It keeps everything running until Ctrl-C. All on loopback.
 set -euo pipefail
@@ -30,6 +30,10 @@ pids+=($!)
 export BAO_ADDR="http://127.0.0.1:$BAO_PORT" BAO_TOKEN="$DEV_VAULT_TOKEN"
 for _ in $(seq 50); do bao status >/dev/null 2>&1 && break; sleep 0.2; done
 echo 'path "secret/data/deploy/*" { capabilities = ["read"] }' | bao policy write deploy-prod - >/dev/null
+# The broker's own token holds only the shipped policy (docs/vault.md), not the root token.
+bao policy write ci-creds-broker deploy/vault/ci-creds-broker.hcl >/dev/null
+DEV_BROKER_VAULT_TOKEN=$(bao token create -policy=ci-creds-broker -no-default-policy -ttl=720h -field=token)
+export DEV_BROKER_VAULT_TOKEN
 bao kv put -mount=secret deploy/db password=local-dev-password >/dev/null
 # Job tokens are orphans of this token role, allowed only the policies policy/example.yaml grants
 # (docs/vault.md): they outlive the broker's own token.
@@ -56,13 +60,19 @@ issuer = "$ISSUER_URL"
 
 [vault]
 address = "http://127.0.0.1:$BAO_PORT"
-token_env = "DEV_VAULT_TOKEN"
+token_env = "DEV_BROKER_VAULT_TOKEN"
 token_role = "ci-creds-job"
 
 [webhooks.github]
 issuer = "github"
 secret_env = "DEV_GITHUB_WEBHOOK_SECRET"
 TOML
+
+echo "== ci-creds check: what the broker will need, tried before it serves"
+if ! "$BIN" check --config "$STATE/config.toml"; then
+  echo "ci-creds check failed an item (above); fix it and run this script again" >&2
+  exit 1
+fi
 
 "$BIN" serve --config "$STATE/config.toml" 2>"$STATE/broker.log" &
 pids+=($!)

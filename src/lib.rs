@@ -35,5 +35,7 @@ pub mod net;
 pub mod policy;
 pub mod policy_cli;
 #[cfg(feature = "server")]
+pub mod preflight;
+#[cfg(feature = "server")]
 pub mod server;
 pub mod store;

@@ -38,6 +38,17 @@ enum Command {
         #[arg(long)]
         check_config: bool,
     },
+    /// Try what a serving broker will need (issuers' keys, CI API credentials, webhook secrets,
+    /// Vault, AWS, the GitHub App, the store) and print one line per item: ok, warn or failed
+    /// with the fix.
+    #[command(after_help = "Exit codes: 0 every item ok or warn, 1 an item failed, 2 the config does not load.")]
+    Check {
+        #[arg(long, value_name = "PATH")]
+        config: PathBuf,
+        /// A JSON array of {item, status, detail, fix} instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// Jobs the broker has seen or ended, from its store.
     #[command(subcommand)]
     Jobs(JobsCommand),
@@ -187,6 +198,22 @@ async fn main() -> Result<()> {
         Command::Serve { config, check_config: false } => {
             let config = Config::load(&config)?;
             ci_creds::server::serve(config).await?;
+        }
+        Command::Check { config, json } => {
+            let config = match Config::load(&config) {
+                Ok(config) => config,
+                Err(error) => {
+                    eprintln!("ci-creds: {error}");
+                    std::process::exit(2);
+                }
+            };
+            let report = ci_creds::preflight::run(&config).await;
+            if json {
+                println!("{}", report.json());
+            } else {
+                print!("{}", report.text());
+            }
+            std::process::exit(report.exit_code());
         }
         Command::Jobs(JobsCommand::List(list)) => {
             let store = open_store(&list.config).await?;

@@ -110,21 +110,6 @@ impl HttpClient {
         self.send_json(self.inner.post(url.clone()), body, timeout, max_bytes).await
     }
 
-    /// GETs `url` (checked when it was made) with `header` set to `secret` (marked sensitive),
-    /// within `timeout`: the answer's status and its body of at most `max_bytes`.
-    pub async fn get_with_secret_header(
-        &self,
-        url: &Url,
-        (header, secret): (&'static str, &HeaderValue),
-        timeout: Duration,
-        max_bytes: usize,
-    ) -> Result<(StatusCode, Vec<u8>), String> {
-        let request = self.inner.get(url.clone()).timeout(timeout).header(header, secret.clone());
-        let response = request.send().await.map_err(|e| format!("request failed: {e}"))?;
-        let status = response.status();
-        Ok((status, read_bounded(response, max_bytes).await?))
-    }
-
     async fn send_json<B: Serialize + ?Sized>(
         &self,
         request: reqwest::RequestBuilder,
@@ -135,6 +120,22 @@ impl HttpClient {
         let body = serde_json::to_vec(body).map_err(|e| format!("the request does not encode: {e}"))?;
         let request = request.timeout(timeout).header(reqwest::header::CONTENT_TYPE, "application/json").body(body);
         let response = request.send().await.map_err(|e| format!("request failed: {e}"))?;
+        let status = response.status();
+        Ok((status, read_bounded(response, max_bytes).await?))
+    }
+
+    /// GETs `url` (checked by [`check_url_scheme`] when it was made) with `header` set to
+    /// `secret` (marked sensitive), within `timeout`: the answer's status and its body of at most
+    /// `max_bytes`, whatever the status.
+    pub async fn get_with_secret_header(
+        &self,
+        url: &Url,
+        (header, secret): (&'static str, &HeaderValue),
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<(StatusCode, Vec<u8>), String> {
+        let request = self.inner.get(url.clone()).timeout(timeout).header(header, secret.clone());
+        let response = request.send().await.map_err(|e| format!("request failed: {}", e.without_url()))?;
         let status = response.status();
         Ok((status, read_bounded(response, max_bytes).await?))
     }

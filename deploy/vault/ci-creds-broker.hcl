@@ -40,3 +40,9 @@ path "auth/token/lookup-self" {
 path "auth/token/renew-self" {
   capabilities = ["update"]
 }
+
+# `ci-creds check` asks what this token may do on the paths above (Vault's default policy grants
+# this too; the broker's token needs no other part of it).
+path "sys/capabilities-self" {
+  capabilities = ["update"]
+}

@@ -56,6 +56,17 @@ pub enum Head {
     },
 }
 
+/// What a CI's answer about the broker's own read credentials says (`ci-creds check`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CredentialsReport {
+    /// When they expire (unix seconds), where the answer tells.
+    pub expires_at: Option<i64>,
+    /// Whose they are or what they may do, as the CI names it: no secret.
+    pub summary: String,
+    /// What the answer cannot tell, for the operator to look up by hand.
+    pub untold: Option<&'static str>,
+}
+
 /// How the API takes a read token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TokenHeader {
@@ -88,6 +99,12 @@ pub trait JobApi: Sync {
     fn headers(&self) -> &'static [(&'static str, &'static str)] {
         &[]
     }
+    /// Where a cheap authenticated call answers about the read credentials themselves (below
+    /// `api_url`), for `ci-creds check`.
+    fn credentials_path(&self) -> &'static str;
+    /// Reads that call's answer of 200, with its headers (GitHub tells a token's expiry in one).
+    /// An error says why the credentials will not do.
+    fn read_credentials(&self, headers: &HeaderMap, body: &[u8]) -> Result<CredentialsReport, String>;
     /// Where the API answers for a verified job, or why its token does not say.
     fn locate(&self, job: &Job) -> Result<JobLocator, &'static str>;
     /// Reads an answer about the job at `locator`. An answer that does not parse, or that is

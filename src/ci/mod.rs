@@ -30,7 +30,7 @@ mod test_support;
 #[path = "webhook_tests.rs"]
 mod webhook_tests;
 
-pub use api::{Head, JobApi, JobReport, Liveness, TokenHeader, header_number};
+pub use api::{CredentialsReport, Head, JobApi, JobReport, Liveness, TokenHeader, header_number};
 pub use claims::ClaimsError;
 #[cfg(feature = "server")]
 pub use github_actions::{AppTokenError, AppTokens};

@@ -10,7 +10,7 @@ use secrecy::SecretString;
 use super::Error;
 use super::config::{CiApiConfig, CiApisConfig, OnUnavailable};
 use super::http;
-use crate::ci::{AppTokenError, AppTokens, Head, JobApi, JobLocator, JobReport, Liveness};
+use crate::ci::{AppTokenError, AppTokens, CredentialsReport, Head, JobApi, JobLocator, JobReport, Liveness};
 use crate::env_secret::secret_from_env;
 use crate::identity::IssuerConfig;
 use crate::job::{CiKind, Job, RunnerFacts};
@@ -49,6 +49,12 @@ pub struct Asked {
 }
 
 impl CiApi {
+    /// The client of `[ci_api.<name>]` for an issuer of `kind`, its secrets read from the
+    /// environment.
+    pub fn new(name: &str, kind: CiKind, table: &CiApiConfig) -> Result<Self, Error> {
+        build(name, kind, table)
+    }
+
     /// Asks about one job; the call must have been taken from the issuer's budget.
     pub async fn ask(&self, locator: &JobLocator) -> Asked {
         let mut pause = None;
@@ -116,6 +122,27 @@ impl CiApi {
             report.runner = self.running_on(locator, path, user.as_deref(), token).await;
         }
         Ok(report)
+    }
+
+    /// Whether the CI takes the configured read credentials, by the cheap call the CI's API
+    /// names (`JobApi::credentials_path`); an App is checked by its JWT (`GET /app`). No budget
+    /// is taken: `ci-creds check` makes one call per API.
+    pub async fn check_credentials(&self) -> Result<CredentialsReport, Error> {
+        let api = self.api.name();
+        let (user, token) = match &self.credentials {
+            Credentials::Token { user, token } => (user.as_deref(), token),
+            Credentials::App(tokens) => {
+                tokens.check().await.map_err(|reason| Error::Auth { api, reason })?;
+                let summary = "App JWT accepted (GET /app)".to_owned();
+                return Ok(CredentialsReport { expires_at: None, summary, untold: None });
+            }
+        };
+        let url = format!("{}{}", self.api_url, self.api.credentials_path());
+        let answer = http::get(&self.http, self.api, &url, user, token).await?;
+        if answer.status != 200 {
+            return Err(Error::Status { api, status: answer.status });
+        }
+        self.api.read_credentials(&answer.headers, &answer.body).map_err(|reason| Error::Malformed { api, reason })
     }
 
     /// One GET of `path` about the job at `locator`; the longest pause asked for so far is kept

@@ -21,6 +21,7 @@ pub(super) struct Answer {
     pub body: Vec<u8>,
     /// How long the CI asks the broker to stop calling, from its rate-limit headers.
     pub pause: Option<Duration>,
+    pub headers: HeaderMap,
 }
 
 pub(super) fn client(timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
@@ -61,6 +62,7 @@ pub(super) async fn get(
     let status = response.status().as_u16();
     let now = crate::clock::now().max(0) as u64;
     let pause = pause_from(api, status, response.headers(), now);
+    let headers = response.headers().clone();
     if let Some(length) = response.content_length()
         && length > MAX_ANSWER_BYTES as u64
     {
@@ -73,7 +75,7 @@ pub(super) async fn get(
         }
         body.extend_from_slice(&chunk);
     }
-    Ok(Answer { status, body, pause })
+    Ok(Answer { status, body, pause, headers })
 }
 
 /// The pause an answer's headers ask for: `Retry-After` (seconds) wherever it is sent, else what

@@ -196,24 +196,51 @@ impl KeyStore {
     }
 
     async fn fetch(&self, issuer: &IssuerConfig) -> Result<KeySet, String> {
-        let jwks_url = match &issuer.jwks_url {
-            Some(url) => url.clone(),
-            None => self.discover_jwks_url(issuer).await?,
-        };
-        let raw: RawKeySet = self.http.get_json(&jwks_url, MAX_DOCUMENT_BYTES).await?;
-        let keys = raw.keys.iter().filter_map(parse_key).collect();
-        Ok(KeySet { keys })
+        let raw = fetch_raw(&self.http, issuer).await?;
+        Ok(KeySet { keys: raw.keys.iter().filter_map(parse_key).collect() })
     }
+}
 
-    async fn discover_jwks_url(&self, issuer: &IssuerConfig) -> Result<String, String> {
-        let url = format!("{}/.well-known/openid-configuration", issuer.issuer.trim_end_matches('/'));
-        let discovery: Discovery = self.http.get_json(&url, MAX_DOCUMENT_BYTES).await?;
-        if discovery.issuer != issuer.issuer {
-            return Err("the discovery document names another issuer".into());
-        }
-        net::check_url_scheme(&discovery.jwks_uri).map_err(|e| format!("jwks_uri: {e}"))?;
-        Ok(discovery.jwks_uri)
+/// The issuer's JWKS as published: from its `jwks_url`, else from discovery.
+async fn fetch_raw(http: &HttpClient, issuer: &IssuerConfig) -> Result<RawKeySet, String> {
+    let jwks_url = match &issuer.jwks_url {
+        Some(url) => url.clone(),
+        None => discover_jwks_url(http, issuer).await?,
+    };
+    http.get_json(&jwks_url, MAX_DOCUMENT_BYTES).await.map_err(|reason| format!("JWKS {jwks_url}: {reason}"))
+}
+
+async fn discover_jwks_url(http: &HttpClient, issuer: &IssuerConfig) -> Result<String, String> {
+    let url = format!("{}/.well-known/openid-configuration", issuer.issuer.trim_end_matches('/'));
+    let discovery: Discovery =
+        http.get_json(&url, MAX_DOCUMENT_BYTES).await.map_err(|reason| format!("discovery {url}: {reason}"))?;
+    if discovery.issuer != issuer.issuer {
+        return Err("the discovery document names another issuer".into());
     }
+    net::check_url_scheme(&discovery.jwks_uri).map_err(|e| format!("jwks_uri: {e}"))?;
+    Ok(discovery.jwks_uri)
+}
+
+/// What an issuer publishes now, fetched as verification fetches it and cached nowhere: for
+/// `ci-creds check`.
+pub struct PublishedKeys {
+    /// Every entry of the JWKS, usable or not.
+    pub published: usize,
+    /// Those that could verify a token (a `kid`, a signature key of a supported type).
+    pub usable: usize,
+    /// For each algorithm the issuer is configured with, how many usable keys fit it.
+    pub by_algorithm: Vec<(Algorithm, usize)>,
+}
+
+pub async fn probe(http: &HttpClient, issuer: &IssuerConfig) -> Result<PublishedKeys, String> {
+    let raw = fetch_raw(http, issuer).await?;
+    let keys: Vec<_> = raw.keys.iter().filter_map(parse_key).collect();
+    let by_algorithm = issuer
+        .algorithms
+        .iter()
+        .map(|&alg| (alg, keys.iter().filter(|(_, key)| key.check_fits(alg).is_ok()).count()))
+        .collect();
+    Ok(PublishedKeys { published: raw.keys.len(), usable: keys.len(), by_algorithm })
 }
 
 /// Keys handed over whole, by issuer (`iss`), and never fetched: for a caller that holds an

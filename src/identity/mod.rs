@@ -8,7 +8,7 @@ mod mapping;
 mod verifier;
 
 pub use error::Error;
-pub use keys::{FixedKeys, KeyStore, REFRESH_COOLDOWN};
+pub use keys::{FixedKeys, KeyStore, PublishedKeys, REFRESH_COOLDOWN, probe};
 pub use mapping::{job_from_claims, job_from_issuer_claims};
 pub use verifier::{MAX_TOKEN_BYTES, Verifier, signed_part_id, token_sha256};
 

@@ -14,7 +14,7 @@ use super::group_commit::GroupCommit;
 use super::writer::Writers;
 use super::{Error, Store, StoreConfig, StoreKind, sqlite_batch, sqlite_checkpoint};
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 impl Store {
     /// Opens and migrates the store at `url` with default limits.
@@ -104,7 +104,11 @@ fn sqlite_file(url: &str) -> Result<PathBuf, Error> {
     Ok(SqliteConnectOptions::from_str(url)?.get_filename().to_owned())
 }
 
-fn connection_url(config: &StoreConfig, kind: StoreKind, password: Option<&SecretString>) -> Result<String, Error> {
+pub(super) fn connection_url(
+    config: &StoreConfig,
+    kind: StoreKind,
+    password: Option<&SecretString>,
+) -> Result<String, Error> {
     match kind {
         StoreKind::Sqlite if config.url.contains("mode=") => Ok(config.url.clone()),
         StoreKind::Sqlite => {

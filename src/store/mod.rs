@@ -42,6 +42,8 @@ mod replay;
 #[cfg(feature = "server")]
 mod runners;
 #[cfg(feature = "server")]
+mod schema_state;
+#[cfg(feature = "server")]
 mod sqlite_batch;
 #[cfg(feature = "server")]
 mod sqlite_checkpoint;
@@ -73,6 +75,8 @@ pub use lock::StoreLock;
 pub use refusals::{RefusalCount, RunnerRefusal};
 #[cfg(feature = "server")]
 pub use runners::{RunnerClaim, RunnerLastSeen};
+#[cfg(feature = "server")]
+pub use schema_state::{SchemaState, schema_state};
 
 #[cfg(feature = "server")]
 use sqlx::AnyPool;

@@ -49,6 +49,7 @@ mod policy_cli_azure;
 mod policy_cli_jenkins;
 mod policy_cli_runner;
 mod policy_schema;
+mod preflight;
 mod replicas;
 mod request_paths;
 mod runner_facts;

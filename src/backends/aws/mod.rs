@@ -71,6 +71,12 @@ impl AwsBackend {
         roles.entry(role.to_owned()).or_default().clone()
     }
 
+    /// The ARN of the broker's own identity, from `sts:GetCallerIdentity`.
+    pub async fn caller_identity(&self) -> Result<String, Error> {
+        let answer = self.sts.get_caller_identity().send().await.map_err(error::classify)?;
+        Ok(answer.arn.unwrap_or_default())
+    }
+
     /// Drops ended jobs' identities whose sessions have expired from every role's deny list.
     pub async fn prune(&self) {
         self.prune_all().await;

@@ -57,6 +57,20 @@ struct Installation {
     id: u64,
 }
 
+/// One entry of `GET /app/installations`: its account, and `suspended_at` when suspended.
+#[derive(Deserialize)]
+pub struct ListedInstallation {
+    pub id: u64,
+    pub account: Option<InstallationAccount>,
+    #[serde(default)]
+    pub suspended_at: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct InstallationAccount {
+    pub login: String,
+}
+
 #[derive(Deserialize)]
 struct GithubMessage {
     message: String,
@@ -105,6 +119,12 @@ impl GithubApp {
     pub async fn check(&self) -> Result<(), Error> {
         let jwt = self.app_jwt()?;
         self.call::<serde_json::Value>(Method::GET, "/app", &jwt, None).await.map(|_| ())
+    }
+
+    /// `GET /app/installations` (App JWT): the App's installations, the first hundred.
+    pub async fn installations(&self) -> Result<Vec<ListedInstallation>, Error> {
+        let jwt = self.app_jwt()?;
+        self.call(Method::GET, "/app/installations?per_page=100", &jwt, None).await
     }
 
     /// The installation of the App on `owner`: an organisation's, else a user's.

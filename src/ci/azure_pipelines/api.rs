@@ -100,6 +100,14 @@ struct Record {
 }
 
 impl JobApi for BuildsApi {
+    fn credentials_path(&self) -> &'static str {
+        super::credentials::PATH
+    }
+
+    fn read_credentials(&self, headers: &HeaderMap, body: &[u8]) -> Result<crate::ci::CredentialsReport, String> {
+        super::credentials::read(headers, body)
+    }
+
     fn name(&self) -> &'static str {
         "the Azure DevOps API"
     }

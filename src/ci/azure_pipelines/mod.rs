@@ -6,6 +6,7 @@
 
 mod api;
 mod claims;
+mod credentials;
 mod job_token;
 mod set_variable;
 mod webhook;

@@ -64,6 +64,14 @@ struct AgentDetail {
 }
 
 impl JobApi for RestApi {
+    fn credentials_path(&self) -> &'static str {
+        super::credentials::PATH
+    }
+
+    fn read_credentials(&self, headers: &HeaderMap, body: &[u8]) -> Result<crate::ci::CredentialsReport, String> {
+        super::credentials::read(headers, body)
+    }
+
     fn name(&self) -> &'static str {
         "the Buildkite API"
     }

@@ -43,6 +43,14 @@ struct Answer {
 }
 
 impl JobApi for JobsApi {
+    fn credentials_path(&self) -> &'static str {
+        super::credentials::PATH
+    }
+
+    fn read_credentials(&self, headers: &HeaderMap, body: &[u8]) -> Result<crate::ci::CredentialsReport, String> {
+        super::credentials::read(headers, body)
+    }
+
     fn name(&self) -> &'static str {
         "the GitHub API"
     }

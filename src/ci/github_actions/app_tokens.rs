@@ -39,6 +39,11 @@ impl AppTokens {
         Ok(Self { app, tokens })
     }
 
+    /// Whether GitHub takes the App's JWT (`GET /app`).
+    pub async fn check(&self) -> Result<(), String> {
+        self.app.check().await.map_err(|error| error.to_string())
+    }
+
     /// A live token that can read the job at `locator`.
     pub async fn token_for(&self, locator: &JobLocator) -> Result<Arc<(SecretString, i64)>, AppTokenError> {
         let JobLocator::Github(locator) = locator else {

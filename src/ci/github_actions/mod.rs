@@ -6,6 +6,7 @@ mod api;
 #[cfg(feature = "server")]
 mod app_tokens;
 mod claims;
+mod credentials;
 mod job_token;
 mod runner;
 mod webhook;

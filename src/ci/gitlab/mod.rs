@@ -2,6 +2,7 @@
 
 mod api;
 mod claims;
+mod credentials;
 mod job_token;
 mod webhook;
 

@@ -4,6 +4,7 @@
 
 mod api;
 mod claims;
+mod credentials;
 mod head;
 mod job_token;
 mod job_url;

@@ -83,6 +83,8 @@ struct Shared {
     requests: Vec<String>,
     /// The current one-minute rate-limit window (unix minute) and the requests seen in it.
     window: (i64, u64),
+    /// GitLab's `expires_at` of the server's token (`2024-12-31`), as `personal_access_tokens/self` tells it.
+    token_expires: Option<String>,
 }
 
 #[derive(Clone)]
@@ -109,7 +111,9 @@ impl CiApi {
     /// which GitLab accepts for the same tokens); else 401 `{"message":"401 Unauthorized"}`.
     pub async fn gitlab() -> Self {
         let token = format!("glpat-{}", &random_hex()[..20]);
-        let router = Router::new().route("/api/v4/projects/{id}/jobs/{job_id}", get(gitlab_job));
+        let router = Router::new()
+            .route("/api/v4/projects/{id}/jobs/{job_id}", get(gitlab_job))
+            .route("/api/v4/personal_access_tokens/self", get(gitlab_token_self));
         Self::start(Vendor::Gitlab, token, router, "/api/v4").await
     }
 
@@ -124,7 +128,8 @@ impl CiApi {
                 get(buildkite_build_job),
             )
             .route("/v2/organizations/{org}/jobs/{job_id}", get(buildkite_job))
-            .route("/v2/organizations/{org}/agents/{agent_id}", get(buildkite_agent));
+            .route("/v2/organizations/{org}/agents/{agent_id}", get(buildkite_agent))
+            .route("/v2/access-token", get(buildkite_access_token));
         Self::start(Vendor::Buildkite, token, router, "").await
     }
 
@@ -143,6 +148,11 @@ impl CiApi {
 
     /// How the status call for `job_id` is answered from now on; a job never set is not found.
     /// A Buildkite agent `GET /v2/organizations/{org}/agents/{id}` describes, with these tags.
+    /// The date GitLab's `personal_access_tokens/self` says the token expires on (`2024-12-31`).
+    pub fn set_token_expiry(&self, date: &str) {
+        self.shared.lock().unwrap().token_expires = Some(date.to_owned());
+    }
+
     pub fn set_agent(&self, agent_id: &str, meta_data: &[&str]) {
         let tags = meta_data.iter().map(|tag| (*tag).to_owned()).collect();
         self.shared.lock().unwrap().agents.insert(agent_id.to_owned(), tags);
@@ -293,6 +303,28 @@ async fn track(State(state): State<ApiState>, request: Request, next: Next) -> R
         }
     }
     response
+}
+
+/// `GET /api/v4/personal_access_tokens/self`, as GitLab documents it for the token of the call.
+async fn gitlab_token_self(State(state): State<ApiState>, headers: HeaderMap) -> Response {
+    if !state.vendor.authorized(&state.token, &headers) {
+        return state.vendor.message(StatusCode::UNAUTHORIZED);
+    }
+    let expires_at = state.shared.lock().unwrap().token_expires.clone();
+    Json(json!({
+        "id": 4, "name": "ci-creds", "revoked": false, "created_at": "2026-01-02T03:04:05.000Z",
+        "scopes": ["read_api"], "user_id": 24, "last_used_at": null, "active": true, "expires_at": expires_at,
+    }))
+    .into_response()
+}
+
+/// `GET /v2/access-token`, as Buildkite documents it for the token of the call.
+async fn buildkite_access_token(State(state): State<ApiState>, headers: HeaderMap) -> Response {
+    if !state.vendor.authorized(&state.token, &headers) {
+        return state.vendor.message(StatusCode::UNAUTHORIZED);
+    }
+    Json(json!({ "uuid": "b63254c0-3271-4a98-8270-7cfbd6c2f14e", "scopes": ["read_builds", "read_agents"] }))
+        .into_response()
 }
 
 async fn unknown_route(State(state): State<ApiState>) -> Response {

@@ -76,6 +76,8 @@ struct Shared {
     reset: i64,
     /// How long an installation token lives, where not GitHub's hour.
     token_lifetime: Option<time::Duration>,
+    /// A personal access token `GET /rate_limit` takes, and the expiry header it answers with.
+    personal_token: Option<(String, Option<String>)>,
 }
 
 pub struct GithubApi {
@@ -100,6 +102,8 @@ impl GithubApi {
         let state = AppState { shared: shared.clone(), public_key: Arc::new(public_key) };
         let router = Router::new()
             .route("/app", get(app))
+            .route("/app/installations", get(installations))
+            .route("/rate_limit", get(rate_limit))
             .route("/orgs/{owner}/installation", get(installation))
             .route("/users/{owner}/installation", get(user_installation))
             .route("/app/installations/{id}/access_tokens", post(access_token))
@@ -119,6 +123,13 @@ impl GithubApi {
     /// Installation tokens issued from now on expire `lifetime` after issue, not after GitHub's hour.
     pub fn set_token_lifetime(&self, lifetime: std::time::Duration) {
         self.shared.lock().unwrap().token_lifetime = Some(time::Duration::seconds(lifetime.as_secs() as i64));
+    }
+
+    /// A personal access token `GET /rate_limit` takes from now on, answered with GitHub's
+    /// `github-authentication-token-expiration` header (`2021-10-07 19:07:53 UTC`) when `expires`
+    /// is given; any other token is answered 401 "Bad credentials".
+    pub fn set_personal_token(&self, token: &str, expires: Option<String>) {
+        self.shared.lock().unwrap().personal_token = Some((token.to_owned(), expires));
     }
 
     pub fn set(&self, mode: Mode) {
@@ -214,6 +225,39 @@ async fn app(State(state): State<AppState>, headers: HeaderMap) -> Response {
     }
     Json(json!({ "id": APP_ID.parse::<u64>().unwrap(), "slug": "ci-creds-test", "name": "ci-creds test" }))
         .into_response()
+}
+
+/// `GET /app/installations`: the App's one installation, on [`OWNER`].
+async fn installations(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(answer) = record(&state, "GET", "/app/installations".into()) {
+        return answer;
+    }
+    if let Some(refused) = app_refusal(&state, &headers) {
+        return refused;
+    }
+    Json(
+        json!([{ "id": INSTALLATION_ID, "account": { "login": OWNER, "type": "Organization" }, "suspended_at": null }]),
+    )
+    .into_response()
+}
+
+/// `GET /rate_limit` with the personal access token set by `set_personal_token`.
+async fn rate_limit(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(answer) = record(&state, "GET", "/rate_limit".into()) {
+        return answer;
+    }
+    let personal_token = state.shared.lock().unwrap().personal_token.clone();
+    match personal_token {
+        Some((token, expires)) if bearer(&headers) == Some(token.as_str()) => {
+            let limit = json!({ "limit": RATE_LIMIT, "used": 0, "remaining": RATE_LIMIT, "reset": 1_900_000_000 });
+            let body = Json(json!({ "resources": { "core": limit }, "rate": limit }));
+            match expires {
+                Some(expires) => ([("github-authentication-token-expiration", expires)], body).into_response(),
+                None => body.into_response(),
+            }
+        }
+        _ => (StatusCode::UNAUTHORIZED, Json(json!({ "message": "Bad credentials" }))).into_response(),
+    }
 }
 
 async fn installation(State(state): State<AppState>, Path(owner): Path<String>, headers: HeaderMap) -> Response {
