@@ -40,7 +40,12 @@ impl CredentialsRequest {
 
 impl From<CredentialsRequest> for ExchangeRequest {
     fn from(request: CredentialsRequest) -> Self {
-        Self { roles: request.roles, ttl: request.ttl_seconds.map(Duration::from_secs), job: request.job }
+        Self {
+            roles: request.roles,
+            ttl: request.ttl_seconds.map(Duration::from_secs),
+            job: request.job,
+            address: None,
+        }
     }
 }
 

@@ -67,7 +67,7 @@ pub enum Credential {
     },
 }
 
-/// The handle that revokes one credential; stored with its lease. that revokes one credential; stored with its lease.
+/// The handle that revokes one credential; stored with its lease.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RevokeHandle {

@@ -1,5 +1,6 @@
 //! What an exchange asks for, and the bounds checked before its token is even verified.
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 use super::Error;
@@ -19,6 +20,9 @@ pub struct ExchangeRequest {
     /// The job within its run that the credentials are for, for a CI whose token names only the
     /// run (Azure Pipelines); refused for any other CI.
     pub job: Option<NamedJob>,
+    /// The address the exchange came from, as the API determined it: the TCP peer, or the
+    /// address a trusted proxy forwarded. `None` where no network peer exists (in-process calls).
+    pub address: Option<IpAddr>,
 }
 
 pub fn check_request(request: &ExchangeRequest) -> Result<(), Error> {

@@ -23,9 +23,9 @@ const NAME: &str = "vault";
 pub struct VaultBackend {
     address: String,
     http: HttpClient,
-    /// The token create, called directly: the exchange's one Vault call, where vaultrs's
-    /// request building (URL parsed, headers and middleware per call) cost about a hundred
-    /// allocations an exchange. `auth/token/create/<token_role>` when the config names a token
+    /// The token create, its URL parsed once: the exchange's one Vault call, where a general
+    /// client's request building (vaultrs's: URL parsed, headers and middleware per call) cost
+    /// about a hundred allocations an exchange. `auth/token/create/<token_role>` when the config names a token
     /// role: see [`token_create_url`].
     token_create: Url,
     revoke_accessor: Url,
@@ -263,7 +263,7 @@ impl Backend for VaultBackend {
     }
 
     async fn check(&self) -> Result<(), Error> {
-        // Read directly: vaultrs's health type requires fields OpenBao does not send. A sealed or
+        // Read as JSON-less status: vaultrs's health type required fields OpenBao does not send. A sealed or
         // standby server answers non-2xx here.
         let url = format!("{}/v1/sys/health", self.address);
         self.http.get_ok(&url).await.map_err(|reason| Error::Unavailable { backend: NAME, reason })
