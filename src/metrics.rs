@@ -169,6 +169,10 @@ fn describe() {
         "ci_creds_github_app_token_expiry_timestamp_seconds",
         "When (unix seconds) the installation token the broker reads GitHub's jobs API with expires, by installation; taken anew 5 minutes before. Its remaining life is this minus time()."
     );
+    describe_gauge!(
+        "ci_creds_ci_api_credentials_expiry_timestamp_seconds",
+        "When (unix seconds) the read credentials of the CI API the broker asks expire, by issuer, where the CI tells it; checked hourly. Its remaining life is this minus time()."
+    );
     describe_counter!(
         "ci_creds_requests_overloaded_total",
         "Requests answered 503 `overloaded` because every in-flight slot was taken."
@@ -276,6 +280,13 @@ pub fn ci_api_call(issuer: &str, during: &'static str, answer: &'static str, ela
 /// without a task to count it down.
 pub fn github_app_token_expiry(installation: u64, expires_at: i64) {
     gauge!("ci_creds_github_app_token_expiry_timestamp_seconds", "installation" => installation.to_string())
+        .set(expires_at as f64);
+}
+
+/// The read credentials of the CI API of `issuer` (a configured name) expire at `expires_at`
+/// (unix seconds), as the CI told it.
+pub fn ci_api_credentials_expiry(issuer: &str, expires_at: i64) {
+    gauge!("ci_creds_ci_api_credentials_expiry_timestamp_seconds", "issuer" => issuer.to_owned())
         .set(expires_at as f64);
 }
 

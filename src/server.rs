@@ -12,7 +12,7 @@ use crate::backends::vault::{VaultBackend, VaultLogin};
 use crate::ci_api::CiApis;
 use crate::config::{self, Config};
 use crate::identity::Verifier;
-use crate::lifecycle::{Broker, RevocationQueue, fleet_gauges, reconciler, revocation, sweeper};
+use crate::lifecycle::{Broker, RevocationQueue, ci_credentials, fleet_gauges, reconciler, revocation, sweeper};
 use crate::net::HttpClient;
 use crate::policy::{BackendKind, PolicySet};
 use crate::store::StoreKind;
@@ -166,6 +166,7 @@ pub async fn serve(config: Config) -> Result<(), Error> {
     tokio::spawn(sweeper::run(broker.clone()));
     tokio::spawn(reconciler::run(broker.clone()));
     tokio::spawn(fleet_gauges::run(broker.clone()));
+    tokio::spawn(ci_credentials::run(broker.clone()));
     if let Some(vault) = &broker.backends.vault {
         tokio::spawn(vault.login().clone().keep_alive());
     }

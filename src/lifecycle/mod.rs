@@ -4,6 +4,8 @@
 #[cfg(feature = "server")]
 mod ci_calls;
 #[cfg(feature = "server")]
+pub mod ci_credentials;
+#[cfg(feature = "server")]
 mod confirm;
 #[cfg(feature = "server")]
 mod exchange;
