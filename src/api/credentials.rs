@@ -140,7 +140,8 @@ pub async fn create(
     let trusted_proxies = trusted_proxies.map(|Extension(trusted)| trusted).unwrap_or_default();
     let address = peer
         .map(|Extension(ConnectInfo(peer))| {
-            exchange_address(peer.ip(), headers.get_all(X_FORWARDED_FOR).iter(), &trusted_proxies)
+            let forwarded_for = headers.get_all(X_FORWARDED_FOR).iter().map(|line| line.as_bytes());
+            exchange_address(peer.ip(), forwarded_for, &trusted_proxies)
         })
         .transpose()
         .map_err(ApiError::InvalidForwardedFor);

@@ -9,7 +9,6 @@
 
 use std::net::IpAddr;
 
-use axum::http::HeaderValue;
 use ipnet::IpNet;
 
 /// `X-Forwarded-For`'s name, as hyper keeps it (lower case).
@@ -64,11 +63,11 @@ impl TrustedProxies {
     }
 }
 
-/// The exchange's address, from its TCP `peer` and the request's `X-Forwarded-For` lines in
-/// order. The lines are read only when the peer is a trusted proxy.
+/// The exchange's address, from its TCP `peer` and the request's `X-Forwarded-For` lines (their
+/// bytes) in order. The lines are read only when the peer is a trusted proxy.
 pub fn exchange_address<'a>(
     peer: IpAddr,
-    forwarded_for: impl Iterator<Item = &'a HeaderValue>,
+    forwarded_for: impl Iterator<Item = &'a [u8]>,
     trusted: &TrustedProxies,
 ) -> Result<IpAddr, ForwardedForError> {
     let peer = canonical(peer);
@@ -83,7 +82,7 @@ pub fn exchange_address<'a>(
 }
 
 /// Every address of every line, left to right, bounded in bytes and entries.
-fn forwarded_chain<'a>(lines: impl Iterator<Item = &'a HeaderValue>) -> Result<Vec<IpAddr>, ForwardedForError> {
+fn forwarded_chain<'a>(lines: impl Iterator<Item = &'a [u8]>) -> Result<Vec<IpAddr>, ForwardedForError> {
     let mut chain = Vec::new();
     let mut bytes = 0usize;
     for line in lines {
@@ -91,7 +90,7 @@ fn forwarded_chain<'a>(lines: impl Iterator<Item = &'a HeaderValue>) -> Result<V
         if bytes > MAX_FORWARDED_BYTES {
             return Err(ForwardedForError::TooLong);
         }
-        let text = line.to_str().map_err(|_| ForwardedForError::Malformed)?;
+        let text = std::str::from_utf8(line).map_err(|_| ForwardedForError::Malformed)?;
         for entry in text.split(',') {
             if chain.len() == MAX_FORWARDED_ENTRIES {
                 return Err(ForwardedForError::TooMany);

@@ -5,7 +5,7 @@ mod context;
 mod credentials;
 pub mod credentials_request;
 mod error;
-pub mod exchange_address;
+mod exchange_address;
 mod health;
 pub mod limits;
 mod metrics;
