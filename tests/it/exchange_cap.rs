@@ -66,6 +66,7 @@ async fn the_third_exchange_of_a_capped_role_is_refused_and_reported_against_the
         .collect::<Vec<_>>();
     assert_eq!(refused.len(), 2, "{refused:?}");
     assert!(refused[0]["reason"].as_str().unwrap_or_default().contains("max_exchanges_per_job"), "{refused:?}");
+    assert_eq!(refused[0]["address"], "127.0.0.1", "the refusal says where it came from");
 
     let found = eventually(|| async {
         let report = report(&stack);
