@@ -6,7 +6,8 @@
 //! hand-off there, and the answers back.
 //!
 //! Writes run one after another in the batch's transaction, each as it would alone: a write
-//! refused (a replay, an ended job) leaves nothing behind, so its neighbours see what they would
+//! refused (a replay, an ended job, a role past its cap) leaves no lease and no spent token
+//! behind (past its cap, only the job's record as seen), so its neighbours see what they would
 //! have seen had it been written alone. A write that fails (an error) undoes the whole batch,
 //! which is then committed write by write, so that the failure is that write's only. Outcomes are
 //! sent once the batch has committed.
