@@ -211,9 +211,11 @@ async fn record_before_minting(store: &Store, job: &Job, roles: &[&Role]) {
                 role: role.name.clone(),
                 backend: role.backend.as_str().to_owned(),
                 expires_at: expires_at(role),
+                max_per_job: role.max_exchanges_per_job,
             })
             .collect(),
         ci: Default::default(),
+        address: Some("127.0.0.1".into()),
     };
     assert_eq!(store.begin_leases(leases).await.expect("store"), LeaseBegun::Begun);
 }

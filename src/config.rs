@@ -10,6 +10,7 @@ use secrecy::SecretString;
 use serde::Deserialize;
 use thiserror::Error;
 
+use crate::api::TrustedProxies;
 use crate::api::limits::LimitsConfig;
 use crate::audit::AuditConfig;
 use crate::backends::{AwsConfig, GithubConfig, VaultConfig, VaultCredentials};
@@ -56,6 +57,12 @@ pub struct Config {
     pub metrics: MetricsConfig,
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// CIDR blocks of the proxies whose `X-Forwarded-For` names an exchange's address; as
+    /// written in the file, parsed into `trusted_proxies` at load.
+    #[serde(default, rename = "trusted_proxies")]
+    trusted_proxy_blocks: Vec<String>,
+    #[serde(skip)]
+    pub trusted_proxies: TrustedProxies,
 }
 
 /// Secrets read from the environment at start, kept in redacting types.
@@ -105,6 +112,8 @@ impl Config {
             config.audit.file = Some(base.join(file));
         }
         config.validate()?;
+        config.trusted_proxies = TrustedProxies::parse(&config.trusted_proxy_blocks)
+            .map_err(|(n, message)| invalid(format!("trusted_proxies[{n}]"), message))?;
         Ok(config)
     }
 

@@ -16,7 +16,18 @@ pub async fn jobs(store: &Store, limit: i64, format: Format) -> Result<String, c
     Ok(match format {
         Format::Json => to_json(&jobs),
         Format::Table => table(
-            &["ISSUER", "JOB", "REPOSITORY", "STATE", "ENDED BY", "ENDED AT", "LEASES", "REVOKING", "RUNNER"],
+            &[
+                "ISSUER",
+                "JOB",
+                "REPOSITORY",
+                "STATE",
+                "ENDED BY",
+                "ENDED AT",
+                "LEASES",
+                "REVOKING",
+                "RUNNER",
+                "ADDRESS",
+            ],
             jobs.iter().map(job_row).collect(),
         ),
     })
@@ -49,6 +60,7 @@ fn job_row(job: &JobRecord) -> Vec<String> {
         job.leases.to_string(),
         job.leases_revoking.to_string(),
         job.runner.as_ref().map(runner_cell).unwrap_or_default(),
+        job.address.clone().unwrap_or_default(),
     ]
 }
 

@@ -4,10 +4,15 @@
 #[cfg(feature = "server")]
 pub mod api;
 /// Without the server, only what the API parses before any serving code runs: the credentials
-/// request body, and `[limits]` of the config. The files are the server build's own.
+/// request body, and `[limits]` and `trusted_proxies` of the config. The files are the server
+/// build's own.
 #[cfg(not(feature = "server"))]
 pub mod api {
     pub mod credentials_request;
+    // Only the config's `TrustedProxies` is used without the server.
+    #[allow(dead_code)]
+    mod exchange_address;
+    pub use exchange_address::TrustedProxies;
     pub mod limits {
         mod config;
         pub use config::LimitsConfig;

@@ -163,7 +163,7 @@ fn describe() {
     );
     describe_counter!(
         "ci_creds_runner_refusals_total",
-        "Refused exchanges counted against the job's runner, by reason: replayed, job_ended, ci_unavailable, runner_reused, runner_unknown, policy."
+        "Refused exchanges counted against the job's runner, by reason: replayed, job_ended, ci_unavailable, runner_reused, runner_unknown, exchange_cap, policy."
     );
     describe_gauge!(
         "ci_creds_github_app_token_expiry_timestamp_seconds",

@@ -171,9 +171,14 @@ pub async fn serve(config: Config) -> Result<(), Error> {
         tokio::spawn(vault.login().clone().keep_alive());
     }
     tracing::info!(%addr, roles = broker.policy.roles().count(), "ci-creds listening");
-    api::limits::serve(listener, api::router(broker, &config.limits), &config.limits, shutdown_signal())
-        .await
-        .map_err(Error::Serve)
+    api::limits::serve(
+        listener,
+        api::router(broker, &config.limits, config.trusted_proxies.clone()),
+        &config.limits,
+        shutdown_signal(),
+    )
+    .await
+    .map_err(Error::Serve)
 }
 
 async fn shutdown_signal() {

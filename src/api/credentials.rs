@@ -1,12 +1,13 @@
 //! `POST /v1/credentials`: a CI token in, job-bound credentials out.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::Json;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, header};
+use axum::{Extension, Json};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Serialize, Serializer};
 use time::format_description::well_known::Rfc3339;
@@ -14,10 +15,11 @@ use utoipa::ToSchema;
 
 use super::body::read_limited;
 use super::credentials_request::CredentialsRequest;
+use super::exchange_address::{TrustedProxies, X_FORWARDED_FOR, exchange_address};
 use super::openapi::ErrorResponse;
 use super::{ApiError, MAX_BODY_BYTES};
 use crate::backends::Credential;
-use crate::lifecycle::{Broker, Exchanged, MAX_ROLES_PER_EXCHANGE};
+use crate::lifecycle::{Broker, ExchangeRequest, Exchanged, MAX_ROLES_PER_EXCHANGE};
 use crate::metrics;
 
 #[derive(Serialize, ToSchema)]
@@ -116,9 +118,9 @@ fn expose_json<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> R
     security(("ci_oidc_token" = [])),
     responses(
         (status = 200, description = "Every requested role's credential", body = CredentialsResponse),
-        (status = 400, description = "`invalid_request`", body = ErrorResponse),
+        (status = 400, description = "`invalid_request`; `invalid_forwarded_for` (a trusted proxy's `X-Forwarded-For` is not a list of IP addresses, or is too long)", body = ErrorResponse),
         (status = 401, description = "`invalid_token`, `unsubstituted_claim`, `unknown_issuer`", body = ErrorResponse),
-        (status = 403, description = "`access_denied`, with `denied`; `runner_reused` (a single-use tier's runner served another job); `runner_unknown` (a single-use tier's runner cannot be told from others)", body = ErrorResponse),
+        (status = 403, description = "`access_denied`, with `denied`; `runner_reused` (a single-use tier's runner served another job); `runner_unknown` (a single-use tier's runner cannot be told from others); `exchange_cap_reached` (the job has had a role `max_exchanges_per_job` times)", body = ErrorResponse),
         (status = 409, description = "`token_replayed`, `job_ended`", body = ErrorResponse),
         (status = 408, description = "`request_timeout`: the request did not arrive in full within `limits.request_timeout`", body = ErrorResponse),
         (status = 413, description = "`payload_too_large`", body = ErrorResponse),
@@ -127,13 +129,26 @@ fn expose_json<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> R
     ))]
 pub async fn create(
     State(broker): State<Arc<Broker>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    trusted_proxies: Option<Extension<Arc<TrustedProxies>>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<CredentialsResponse>, ApiError> {
     let started = Instant::now();
     let mut roles = Vec::new();
     let mut repository = None;
-    let result = exchange(&broker, &headers, body, &mut roles, &mut repository).await;
+    let trusted_proxies = trusted_proxies.map(|Extension(trusted)| trusted).unwrap_or_default();
+    let address = peer
+        .map(|Extension(ConnectInfo(peer))| {
+            let forwarded_for = headers.get_all(X_FORWARDED_FOR).iter().map(|line| line.as_bytes());
+            exchange_address(peer.ip(), forwarded_for, &trusted_proxies)
+        })
+        .transpose()
+        .map_err(ApiError::InvalidForwardedFor);
+    let result = match address {
+        Ok(address) => exchange(&broker, &headers, body, address, &mut roles, &mut repository).await,
+        Err(error) => Err(error),
+    };
     let code = result.as_ref().map_or_else(ApiError::code, |_| "granted");
     metrics::exchange(code, &role_labels(&broker, &roles), repository.as_deref(), started.elapsed());
     Ok(Json(response(result?)))
@@ -143,6 +158,7 @@ async fn exchange(
     broker: &Broker,
     headers: &HeaderMap,
     body: Body,
+    address: Option<IpAddr>,
     roles: &mut Vec<String>,
     repository: &mut Option<String>,
 ) -> Result<Exchanged, ApiError> {
@@ -150,7 +166,8 @@ async fn exchange(
     let request = CredentialsRequest::parse(&body).map_err(ApiError::InvalidRequest)?;
     roles.clone_from(&request.roles);
     let token = bearer_token(headers)?;
-    let attempt = broker.attempt_exchange(token.expose_secret(), request.into()).await;
+    let request = ExchangeRequest { address, ..request.into() };
+    let attempt = broker.attempt_exchange(token.expose_secret(), request).await;
     *repository = attempt.repository;
     Ok(attempt.result?)
 }

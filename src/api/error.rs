@@ -4,6 +4,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use super::exchange_address::ForwardedForError;
 use crate::backends;
 use crate::identity;
 use crate::lifecycle;
@@ -24,6 +25,8 @@ pub enum ApiError {
     Overloaded,
     /// The request's head and body took longer than `limits.request_timeout`.
     RequestTimeout,
+    /// A trusted proxy's `X-Forwarded-For` could not be read.
+    InvalidForwardedFor(ForwardedForError),
     Lifecycle(lifecycle::Error),
 }
 
@@ -68,6 +71,7 @@ impl ApiError {
             Self::NotReady(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
             Self::Overloaded => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
             Self::RequestTimeout => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
+            Self::InvalidForwardedFor(_) => (StatusCode::BAD_REQUEST, "invalid_forwarded_for"),
             Self::Lifecycle(error) => match error {
                 L::InvalidRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
                 L::Identity(identity::Error::UnknownIssuer) => (StatusCode::UNAUTHORIZED, "unknown_issuer"),
@@ -81,6 +85,10 @@ impl ApiError {
                 L::Denied(_) => (StatusCode::FORBIDDEN, "access_denied"),
                 L::Replayed => (StatusCode::CONFLICT, "token_replayed"),
                 L::JobEnded => (StatusCode::CONFLICT, "job_ended"),
+                // 403, not 429: no wait lowers a job's count, so the refusal is final for the job,
+                // and clients (ours in `client/broker.rs`) retry a 429 as transient, which would
+                // only spend more of the job's tokens on refusals.
+                L::ExchangeCapReached { .. } => (StatusCode::FORBIDDEN, "exchange_cap_reached"),
                 L::CiUnavailable => (StatusCode::SERVICE_UNAVAILABLE, "ci_unavailable"),
                 L::RunnerReused { .. } => (StatusCode::FORBIDDEN, "runner_reused"),
                 L::RunnerUnknown { .. } => (StatusCode::FORBIDDEN, "runner_unknown"),
@@ -103,6 +111,7 @@ impl ApiError {
             Self::NotReady(reason) => reason.clone(),
             Self::Overloaded => "the broker is answering as many requests as it may; retry after Retry-After".into(),
             Self::RequestTimeout => "the request was not received in full in time".into(),
+            Self::InvalidForwardedFor(error) => error.to_string(),
             // Backend and store details go to the log, not to the caller; a refusal's code (e.g.
             // AWS's `AccessDenied`) tells the platform team where to look.
             Self::Lifecycle(lifecycle::Error::Backend(backends::Error::Refused { backend, code, .. })) => {

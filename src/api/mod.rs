@@ -5,6 +5,7 @@ mod context;
 mod credentials;
 pub mod credentials_request;
 mod error;
+mod exchange_address;
 mod health;
 pub mod limits;
 mod metrics;
@@ -12,10 +13,12 @@ mod openapi;
 mod webhooks;
 
 pub use error::ApiError;
+pub use exchange_address::TrustedProxies;
 pub use openapi::document_json as openapi_json;
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, header};
@@ -31,9 +34,10 @@ use limits::LimitsConfig;
 /// Larger than any legitimate request body; bigger ones are answered 413.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
-pub fn router(broker: Arc<Broker>, limits: &LimitsConfig) -> Router {
+pub fn router(broker: Arc<Broker>, limits: &LimitsConfig, trusted_proxies: TrustedProxies) -> Router {
     let (routes, _) = routes().split_for_parts();
     routes
+        .layer(Extension(Arc::new(trusted_proxies)))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -34,6 +34,8 @@ pub enum ErrorCode {
     CiUnavailable,
     Overloaded,
     RequestTimeout,
+    InvalidForwardedFor,
+    ExchangeCapReached,
 }
 
 /// One refused role and the caller's own failing conditions.

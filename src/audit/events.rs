@@ -1,6 +1,8 @@
 //! What an audit event says. Only non-secret values: a presented token appears as its SHA-256,
 //! a credential as its revoke handle (e.g. a Vault accessor).
 
+use std::net::IpAddr;
+
 use serde::Serialize;
 
 use crate::backends::RevokeHandle;
@@ -71,6 +73,9 @@ pub enum Event<'a> {
         /// could not say and `on_unavailable = "allow"`. Absent when it was not asked.
         #[serde(skip_serializing_if = "Option::is_none")]
         ci_liveness: Option<&'a str>,
+        /// Where the exchange came from: the TCP peer, or what a trusted proxy forwarded.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        address: Option<IpAddr>,
     },
     /// Any exchange that handed nothing out. `job` is absent when the token did not verify.
     #[serde(rename = "exchange.refused")]
@@ -82,6 +87,8 @@ pub enum Event<'a> {
         reason: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         denied: Option<&'a [RoleDenial]>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        address: Option<IpAddr>,
     },
     /// A single-use tier's runner seen serving a second job: that job is refused, and no job
     /// on the runner gets a single-use tier's credentials while its record lasts.
@@ -98,6 +105,8 @@ pub enum Event<'a> {
         handle: &'a RevokeHandle,
         /// Unix seconds.
         expires_at: i64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        address: Option<IpAddr>,
     },
     #[serde(rename = "job.ended")]
     JobEnded {

@@ -46,15 +46,16 @@ impl RunnerRow {
         self.environment.as_deref() == Some("self-hosted")
     }
 
-    /// Whether it replayed a token or asked again for an ended job's credentials: what a
-    /// persistent foothold on a runner looks like.
+    /// Whether it replayed a token, asked again for an ended job's credentials, or asked for a
+    /// role more often than one job may: what a persistent foothold on a runner, or a stolen
+    /// ID-token request, looks like.
     pub fn suspicious(&self) -> bool {
         SUSPICIOUS.iter().any(|reason| self.refused.contains_key(*reason))
     }
 }
 
 /// The refusals that make a runner suspicious.
-const SUSPICIOUS: [&str; 2] = ["replayed", "job_ended"];
+const SUSPICIOUS: [&str; 3] = ["replayed", "job_ended", "exchange_cap"];
 
 /// One hygiene figure, its target, and whether it is met (`None` when there is nothing to judge).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -291,7 +292,7 @@ pub fn summarize(aggregates: &FleetAggregates, tally: &RunnerTally, since: i64, 
         },
         Figure {
             name: "suspicious_attempt_runners",
-            description: "runners with suspicious attempts (a replayed token, an ended job asking again)",
+            description: "runners with suspicious attempts (a replayed token, an ended job asking again, a job past its exchange cap)",
             value: value(suspicious),
             target: "0",
             met: zero(suspicious),

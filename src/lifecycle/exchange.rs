@@ -1,6 +1,7 @@
 //! One exchange: verify the token, decide every requested role, refuse a replay or an ended
 //! job, then mint each role's credential behind a lease written first. All or nothing.
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 use time::OffsetDateTime;
@@ -56,7 +57,7 @@ impl Broker {
         let mut job = match verified {
             Ok(job) => job,
             Err(error) => {
-                self.audit_refusal(&token_sha256, None, &request.roles, &error);
+                self.audit_refusal(&token_sha256, None, &request, &error);
                 return Attempt { repository: None, result: Err(error) };
             }
         };
@@ -81,8 +82,9 @@ impl Broker {
                 job: JobIdentity::from(&job),
                 roles: issued.iter().map(|credential| credential.role.as_str()).collect(),
                 ci_liveness: *ci_liveness,
+                address: request.address,
             }),
-            Err(error) => self.audit_refusal(&token_sha256, Some(&job), &request.roles, error),
+            Err(error) => self.audit_refusal(&token_sha256, Some(&job), &request, error),
         }
         let result = result.map(|(issued, _)| issued);
         Attempt {
@@ -91,7 +93,7 @@ impl Broker {
         }
     }
 
-    fn audit_refusal(&self, token_sha256: &str, job: Option<&Job>, roles: &[String], error: &Error) {
+    fn audit_refusal(&self, token_sha256: &str, job: Option<&Job>, request: &ExchangeRequest, error: &Error) {
         let denied = match error {
             Error::Denied(denials) => Some(denials.as_slice()),
             _ => None,
@@ -99,9 +101,10 @@ impl Broker {
         self.audit.record(&Event::ExchangeRefused {
             token_sha256,
             job: job.map(JobIdentity::from),
-            roles,
+            roles: &request.roles,
             reason: error.to_string(),
             denied,
+            address: request.address,
         });
     }
 
@@ -133,7 +136,7 @@ impl Broker {
         };
         let checked = self.settle_liveness(job, checked)?;
         self.claim_single_use(job).await?;
-        let planned = self.begin_leases(job, &roles, request.ttl, checked.facts).await?;
+        let planned = self.begin_leases(job, &roles, request, checked.facts).await?;
         // A job within a run ends with the run. Asked once this job's leases are written: a run's
         // end that came before is seen here, and one that comes after finds this job to end.
         if let Some(run) = job.named_job.as_ref().and(job.run_id.as_deref())
@@ -144,7 +147,7 @@ impl Broker {
         }
         let mut issued = Vec::with_capacity(roles.len());
         for (n, (role, lease)) in roles.iter().zip(&planned).enumerate() {
-            match self.mint(job, token_sha256, role, lease).await {
+            match self.mint(job, token_sha256, role, lease, request.address).await {
                 Ok(credential) => issued.push(credential),
                 Err(error) => {
                     self.abandon(&planned[n + 1..]).await;
@@ -162,15 +165,16 @@ impl Broker {
     }
 
     /// Writes the exchange's intent to mint, one pending lease per role, and spends its token,
-    /// in one transaction: a replay or an ended job is refused before anything is minted, and a
-    /// store failure leaves the token unspent.
+    /// in one transaction: a replay, an ended job or a role past its cap for the job is refused
+    /// before anything is minted, and a store failure leaves the token unspent.
     async fn begin_leases(
         &self,
         job: &Job,
         roles: &[&Role],
-        ttl: Option<Duration>,
+        request: &ExchangeRequest,
         ci: JobCiFacts,
     ) -> Result<Vec<PlannedLease>, Error> {
+        let ttl = request.ttl;
         let now = OffsetDateTime::now_utc();
         let planned: Vec<PlannedLease> = roles
             .iter()
@@ -203,9 +207,11 @@ impl Broker {
                     role: role.name.clone(),
                     backend: role.backend.as_str().to_owned(),
                     expires_at: lease.expires_at.unix_timestamp(),
+                    max_per_job: role.max_exchanges_per_job,
                 })
                 .collect(),
             ci,
+            address: request.address.map(|address| address.to_string()),
         };
         match self.store.begin_leases(new_leases).await? {
             LeaseBegun::Begun => Ok(planned),
@@ -214,6 +220,14 @@ impl Broker {
                 Err(Error::Replayed)
             }
             LeaseBegun::JobEnded => Err(Error::JobEnded),
+            LeaseBegun::CapReached { role } => {
+                let max = roles
+                    .iter()
+                    .find(|granted| granted.name == role)
+                    .map_or(0, |granted| granted.max_exchanges_per_job);
+                tracing::warn!(issuer = %job.issuer, job_id = %job.job_id, %role, max, "exchange cap reached");
+                Err(Error::ExchangeCapReached { role, max })
+            }
         }
     }
 
@@ -223,6 +237,7 @@ impl Broker {
         token_sha256: &str,
         role: &Role,
         lease: &PlannedLease,
+        address: Option<IpAddr>,
     ) -> Result<IssuedCredential, Error> {
         let lease_id = &lease.id;
         let asked_at = OffsetDateTime::now_utc();
@@ -277,6 +292,7 @@ impl Broker {
             backend: role.backend.as_str(),
             handle: &minted.handle,
             expires_at: expires_at.unix_timestamp(),
+            address,
         });
         Ok(IssuedCredential {
             role: role.name.clone(),

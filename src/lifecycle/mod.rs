@@ -62,6 +62,11 @@ pub enum Error {
     Replayed,
     #[error("this job has ended; it can obtain no more credentials")]
     JobEnded,
+    /// The job has had the role in as many exchanges as its `max_exchanges_per_job` allows.
+    #[error(
+        "this job has had role `{role}` {max} times, as many as its policy allows one job (`max_exchanges_per_job`)"
+    )]
+    ExchangeCapReached { role: String, max: u32 },
     /// `on_unavailable = "refuse"` and the CI's API could not say whether the job still runs.
     #[error("the CI's API cannot confirm that this job is still running; retry later")]
     CiUnavailable,

@@ -133,6 +133,7 @@ impl Broker {
             Error::CiUnavailable => "ci_unavailable",
             Error::RunnerReused { .. } => "runner_reused",
             Error::RunnerUnknown { .. } => "runner_unknown",
+            Error::ExchangeCapReached { .. } => "exchange_cap",
             Error::Denied(_) => "policy",
             _ => return,
         };

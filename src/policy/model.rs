@@ -40,6 +40,10 @@ pub struct Role {
     pub name: String,
     pub backend: BackendKind,
     pub max_ttl: Duration,
+    /// How many exchanges of one job may include this role; 0 is no cap. A stolen ID-token
+    /// request mints a fresh token, with a fresh `jti`, as often as it is asked: this bounds what
+    /// one job's leak can mint.
+    pub max_exchanges_per_job: u32,
     pub vault: Option<VaultScope>,
     pub aws: Option<AwsScope>,
     pub github: Option<GithubScope>,
@@ -66,6 +70,8 @@ struct RoleDoc {
     name: String,
     backend: BackendKind,
     max_ttl: Ttl,
+    #[serde(default = "default_max_exchanges_per_job")]
+    max_exchanges_per_job: u32,
     #[serde(default)]
     vault: Option<VaultDoc>,
     #[serde(default)]
@@ -142,6 +148,7 @@ impl<'de> Deserialize<'de> for RoleEntry {
                 name: doc.name,
                 backend: doc.backend,
                 max_ttl: doc.max_ttl.0,
+                max_exchanges_per_job: doc.max_exchanges_per_job,
                 vault,
                 aws,
                 github,
@@ -150,6 +157,14 @@ impl<'de> Deserialize<'de> for RoleEntry {
             }))
         })
     }
+}
+
+/// A job asks for a role once, or a few times (a retry, a step per tool); ten leaves room for
+/// that and still bounds a leaked ID-token request.
+pub const DEFAULT_MAX_EXCHANGES_PER_JOB: u32 = 10;
+
+fn default_max_exchanges_per_job() -> u32 {
+    DEFAULT_MAX_EXCHANGES_PER_JOB
 }
 
 fn missing_section(role: &str, backend: &str, example: &str) -> String {

@@ -41,6 +41,10 @@ struct RoleShape {
     /// A duration with a unit: `15m`, `1h`, `900s`.
     #[schemars(regex(pattern = r"^\s*[0-9]+\s*[a-zA-Z]+(\s*[0-9]+\s*[a-zA-Z]+)*\s*$"))]
     max_ttl: String,
+    /// How many exchanges of one job may include this role (default 10); 0 is no cap. The next
+    /// is refused `exchange_cap_reached`.
+    #[serde(default = "default_max_exchanges_per_job")]
+    max_exchanges_per_job: u32,
     #[serde(default)]
     vault: Option<VaultShape>,
     #[serde(default)]
@@ -52,6 +56,10 @@ struct RoleShape {
     /// Any matching deny rule refuses the role, whatever `allow` says.
     #[serde(default)]
     deny: Vec<ConditionsShape>,
+}
+
+fn default_max_exchanges_per_job() -> u32 {
+    super::model::DEFAULT_MAX_EXCHANGES_PER_JOB
 }
 
 #[derive(JsonSchema)]

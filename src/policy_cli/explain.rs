@@ -53,6 +53,9 @@ pub fn explain(
         if roles.is_empty() { set.roles().map(|r| r.name.clone()).collect() } else { roles.to_vec() };
     for name in &names {
         render_role(&mut text, &set.explain(job, name));
+        if let Some(role) = set.role(name) {
+            render_cap(&mut text, role.max_exchanges_per_job);
+        }
     }
     Ok(Report { text, ok: true })
 }
@@ -73,6 +76,14 @@ fn render_role(text: &mut String, role: &RoleExplanation) {
     for (i, rule) in role.deny.iter().enumerate() {
         render_rule(text, "deny", i + 1, rule);
     }
+}
+
+/// `max_exchanges_per_job`, so that a reader sees what one job may mint of the role.
+fn render_cap(text: &mut String, max: u32) {
+    let _ = match max {
+        0 => writeln!(text, "  exchanges per job: no cap (max_exchanges_per_job: 0)"),
+        max => writeln!(text, "  exchanges per job: at most {max} (max_exchanges_per_job)"),
+    };
 }
 
 fn render_rule(text: &mut String, kind: &str, number: usize, rule: &RuleExplanation) {

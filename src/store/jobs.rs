@@ -37,6 +37,8 @@ pub struct JobRecord {
     pub leases_revoking: i64,
     /// The runner it ran on, `{id, name, group, labels, source}`, as the CI's API or a webhook said.
     pub runner: Option<serde_json::Value>,
+    /// The address its latest exchange came from.
+    pub address: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,11 +163,11 @@ impl Store {
 
     pub async fn jobs(&self, limit: i64) -> Result<Vec<JobRecord>, Error> {
         let rows = sqlx::query(
-            "SELECT j.issuer, j.job_id, j.repository, j.state, j.ended_by, j.ended_at, j.first_seen_at, j.runner,
+            "SELECT j.issuer, j.job_id, j.repository, j.state, j.ended_by, j.ended_at, j.first_seen_at, j.runner, j.address,
                     COUNT(l.id) AS leases,
                     CAST(COALESCE(SUM(CASE WHEN l.state = 'revoking' THEN 1 ELSE 0 END), 0) AS BIGINT) AS leases_revoking
              FROM jobs j LEFT JOIN leases l ON l.issuer = j.issuer AND l.job_id = j.job_id
-             GROUP BY j.issuer, j.job_id, j.repository, j.state, j.ended_by, j.ended_at, j.first_seen_at, j.runner
+             GROUP BY j.issuer, j.job_id, j.repository, j.state, j.ended_by, j.ended_at, j.first_seen_at, j.runner, j.address
              ORDER BY j.first_seen_at DESC, j.job_id LIMIT $1",
         )
         .bind(limit)
@@ -224,5 +226,6 @@ fn job_from_row(row: &AnyRow) -> Result<JobRecord, Error> {
         leases_revoking: row.try_get("leases_revoking")?,
         // Written by the broker from bounded facts; an unreadable record shows as none.
         runner: row.try_get::<Option<String>, _>("runner")?.and_then(|text| serde_json::from_str(&text).ok()),
+        address: row.try_get("address")?,
     })
 }

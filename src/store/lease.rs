@@ -58,7 +58,8 @@ impl FromStr for LeaseState {
 
 /// What an exchange writes before it asks any backend, in one transaction: the token it spends,
 /// its job as seen, and one pending lease per granted role. Nothing of it is written if the token
-/// was exchanged before or the job has ended.
+/// was exchanged before or the job has ended; refused at a role's cap, only the job's record as
+/// seen is (with the address that asked).
 #[derive(Clone, Debug)]
 pub struct NewLeases {
     pub issuer: String,
@@ -71,6 +72,8 @@ pub struct NewLeases {
     pub leases: Vec<NewLease>,
     /// What the exchange learnt of the job for its CI's API.
     pub ci: JobCiFacts,
+    /// The address the exchange came from, kept on the job (the latest exchange's wins).
+    pub address: Option<String>,
 }
 
 /// Kept with a job for the reconciler: where the CI's API answers for it, when it was last
@@ -93,6 +96,9 @@ pub struct NewLease {
     pub backend: String,
     /// Unix seconds.
     pub expires_at: i64,
+    /// The most leases of this role one job may have (`max_exchanges_per_job`); 0 is no cap.
+    /// Every lease of the role counts, whatever its state: each exchange writes one.
+    pub max_per_job: u32,
 }
 
 /// A token an exchange spends: its issuer is the job's.
@@ -113,7 +119,7 @@ impl SpentToken {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LeaseBegun {
     Begun,
     /// The token was exchanged before: nothing was written, but for its other ids being spent
@@ -121,6 +127,11 @@ pub enum LeaseBegun {
     Replayed,
     /// The job has ended: nothing may be minted for it.
     JobEnded,
+    /// The job already has `max_per_job` leases of `role`: no lease was written and the token
+    /// stays unspent.
+    CapReached {
+        role: String,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

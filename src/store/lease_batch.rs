@@ -91,9 +91,26 @@ async fn begin_leases(tx: &mut AnyConnection, begins: &[&NewLeases], now: i64) -
             }
         }
     }
+    // Counted once the jobs' rows are written: each row stays locked by this transaction until it
+    // commits, so a concurrent batch (another replica's) that writes the same job waits for this
+    // one, and its count, a statement later, sees this one's leases.
+    let mut had = count_capped_leases(tx, begins, &outcomes).await?;
+    for (n, begin) in begins.iter().enumerate() {
+        if outcomes[n] != LeaseBegun::Begun {
+            continue;
+        }
+        if let Some(role) = first_capped_role(begin, &mut had) {
+            outcomes[n] = LeaseBegun::CapReached { role };
+            for id in begin.spends.iter().flat_map(SpentToken::ids) {
+                unspend.push((begin.issuer.as_str(), id));
+            }
+        }
+    }
+    // A repeat fares as it would after its first presentation: a token left unspent by a refusal
+    // would be spent again, and meet the same refusal.
     for (n, first) in repeats {
-        if outcomes[first] == LeaseBegun::JobEnded {
-            outcomes[n] = LeaseBegun::JobEnded;
+        if matches!(outcomes[first], LeaseBegun::JobEnded | LeaseBegun::CapReached { .. }) {
+            outcomes[n] = outcomes[first].clone();
         }
     }
     unspend_tokens(tx, &unspend).await?;
@@ -105,6 +122,66 @@ async fn begin_leases(tx: &mut AnyConnection, begins: &[&NewLeases], now: i64) -
         .collect();
     insert_leases(tx, &leases, now).await?;
     Ok(outcomes)
+}
+
+/// (issuer, job, role) to how many leases the job has of the role, for the capped roles of the
+/// writes still `Begun`.
+type Counts<'a> = BTreeMap<(&'a str, &'a str, &'a str), i64>;
+
+async fn count_capped_leases<'a>(
+    tx: &mut AnyConnection,
+    begins: &[&'a NewLeases],
+    outcomes: &[LeaseBegun],
+) -> Result<Counts<'a>, Error> {
+    let mut counts: Counts = BTreeMap::new();
+    for (begin, _) in begins.iter().zip(outcomes).filter(|(_, outcome)| **outcome == LeaseBegun::Begun) {
+        for lease in begin.leases.iter().filter(|lease| lease.max_per_job > 0) {
+            counts.insert((&begin.issuer, &begin.job_id, &lease.role), 0);
+        }
+    }
+    if counts.is_empty() {
+        return Ok(counts);
+    }
+    let conditions: Vec<String> = (0..counts.len())
+        .map(|n| format!("(issuer = ${} AND job_id = ${} AND role = ${})", 3 * n + 1, 3 * n + 2, 3 * n + 3))
+        .collect();
+    let sql = format!(
+        "SELECT issuer, job_id, role, CAST(COUNT(*) AS BIGINT) FROM leases WHERE {} GROUP BY issuer, job_id, role",
+        conditions.join(" OR ")
+    );
+    let mut query = sqlx::query(&sql).persistent(false);
+    for &(issuer, job_id, role) in counts.keys() {
+        query = query.bind(issuer).bind(job_id).bind(role);
+    }
+    let mut found: Vec<((String, String, String), i64)> = Vec::new();
+    for row in query.fetch_all(&mut *tx).await? {
+        found.push(((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?), row.try_get(3)?));
+    }
+    found.sort_unstable();
+    for (&(issuer, job_id, role), count) in &mut counts {
+        if let Ok(at) =
+            found.binary_search_by(|((i, j, r), _)| (i.as_str(), j.as_str(), r.as_str()).cmp(&(issuer, job_id, role)))
+        {
+            *count = found[at].1;
+        }
+    }
+    Ok(counts)
+}
+
+/// The first role of `begin` whose cap its job has reached, counting the leases of the writes
+/// before it in the batch; when none, its leases are counted for the writes after it.
+fn first_capped_role<'a>(begin: &'a NewLeases, had: &mut Counts<'a>) -> Option<String> {
+    let capped = || begin.leases.iter().filter(|lease| lease.max_per_job > 0);
+    let key = |lease: &'a NewLease| (begin.issuer.as_str(), begin.job_id.as_str(), lease.role.as_str());
+    if let Some(lease) =
+        capped().find(|lease| had.get(&key(lease)).copied().unwrap_or_default() >= i64::from(lease.max_per_job))
+    {
+        return Some(lease.role.clone());
+    }
+    for lease in capped() {
+        *had.entry(key(lease)).or_default() += 1;
+    }
+    None
 }
 
 /// Records each token as spent; returns those that were not spent before, sorted.
@@ -153,24 +230,26 @@ async fn see_jobs(
         return Ok(Vec::new());
     }
     let sql = format!(
-        "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until, ci_api_locator, last_asked_at, runner)
+        "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until, ci_api_locator, last_asked_at, runner, address)
          VALUES {}
          ON CONFLICT (issuer, job_id) DO UPDATE SET
              repository = COALESCE(jobs.repository, excluded.repository),
              keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END,
              ci_api_locator = COALESCE(jobs.ci_api_locator, excluded.ci_api_locator),
              last_asked_at = CASE WHEN jobs.last_asked_at > excluded.last_asked_at THEN jobs.last_asked_at ELSE excluded.last_asked_at END,
-             runner = COALESCE(excluded.runner, jobs.runner)
+             runner = COALESCE(excluded.runner, jobs.runner),
+             address = COALESCE(excluded.address, jobs.address)
          WHERE jobs.state = 'active'
          RETURNING issuer, job_id",
-        values(jobs.len(), 7, 2, |p| format!(
-            "(${p}, ${}, ${}, 'active', $1, ${}, ${}, ${}, ${})",
+        values(jobs.len(), 8, 2, |p| format!(
+            "(${p}, ${}, ${}, 'active', $1, ${}, ${}, ${}, ${}, ${})",
             p + 1,
             p + 2,
             p + 3,
             p + 4,
             p + 5,
-            p + 6
+            p + 6,
+            p + 7
         ))
     );
     let mut query = sqlx::query(&sql).persistent(false).bind(now);
@@ -182,7 +261,8 @@ async fn see_jobs(
             .bind(keep_until)
             .bind(&seen.ci.locator)
             .bind(seen.ci.asked_at_ms)
-            .bind(&seen.ci.runner);
+            .bind(&seen.ci.runner)
+            .bind(&seen.address);
     }
     let mut active = Vec::with_capacity(jobs.len());
     for row in query.fetch_all(&mut *tx).await? {

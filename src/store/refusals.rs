@@ -12,7 +12,8 @@ use super::{Error, Store};
 pub struct RunnerRefusal {
     pub issuer: String,
     pub runner_key: Option<String>,
-    /// `replayed`, `job_ended`, `ci_unavailable`, `runner_reused`, `runner_unknown`, `policy`.
+    /// `replayed`, `job_ended`, `ci_unavailable`, `runner_reused`, `runner_unknown`,
+    /// `exchange_cap`, `policy`.
     pub reason: &'static str,
     /// Unix seconds.
     pub seen_at: i64,

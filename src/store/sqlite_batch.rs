@@ -6,7 +6,8 @@
 //! hand-off there, and the answers back.
 //!
 //! Writes run one after another in the batch's transaction, each as it would alone: a write
-//! refused (a replay, an ended job) leaves nothing behind, so its neighbours see what they would
+//! refused (a replay, an ended job, a role past its cap) leaves no lease and no spent token
+//! behind (past its cap, only the job's record as seen), so its neighbours see what they would
 //! have seen had it been written alone. A write that fails (an error) undoes the whole batch,
 //! which is then committed write by write, so that the failure is that write's only. Outcomes are
 //! sent once the batch has committed.
@@ -32,15 +33,19 @@ const UNSPEND_TOKEN: &str = "DELETE FROM exchanged_tokens WHERE issuer = $1 AND 
 /// has no other condition, so the statement changes a row exactly when the job is active: one
 /// statement, not an upsert and a read, and an ended job's record is left as it is. (Counting
 /// the change rather than RETURNING a row spares SQLite a temporary table per execution.)
-const SEE_JOB: &str = "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until, ci_api_locator, last_asked_at, runner)
- VALUES ($1, $2, $3, 'active', $4, $5, $6, $7, $8)
+const SEE_JOB: &str = "INSERT INTO jobs (issuer, job_id, repository, state, first_seen_at, keep_until, ci_api_locator, last_asked_at, runner, address)
+ VALUES ($1, $2, $3, 'active', $4, $5, $6, $7, $8, $9)
  ON CONFLICT (issuer, job_id) DO UPDATE SET
      repository = COALESCE(jobs.repository, excluded.repository),
      keep_until = CASE WHEN jobs.keep_until > excluded.keep_until THEN jobs.keep_until ELSE excluded.keep_until END,
      ci_api_locator = COALESCE(jobs.ci_api_locator, excluded.ci_api_locator),
      last_asked_at = CASE WHEN jobs.last_asked_at > excluded.last_asked_at THEN jobs.last_asked_at ELSE excluded.last_asked_at END,
-     runner = COALESCE(excluded.runner, jobs.runner)
+     runner = COALESCE(excluded.runner, jobs.runner),
+     address = COALESCE(excluded.address, jobs.address)
  WHERE jobs.state = 'active'";
+
+/// Leases a job has of a role, whatever their state (`leases_job` finds the job's).
+const COUNT_ROLE_LEASES: &str = "SELECT COUNT(*) FROM leases WHERE issuer = $1 AND job_id = $2 AND role = $3";
 
 const INSERT_LEASE: &str =
     "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at)
@@ -62,7 +67,7 @@ const RECORD_HANDLE: &str = "UPDATE leases SET handle = $1, updated_at = $2,
 const LEASE_STATE: &str = "SELECT state FROM leases WHERE id = $1";
 
 /// The statements a batch runs, and one to spare.
-const CACHED_STATEMENTS: usize = 9;
+const CACHED_STATEMENTS: usize = 10;
 
 /// The database file the store migrated, opened for the committing thread, and its checkpoints.
 pub(super) struct SqliteFile {
@@ -195,21 +200,38 @@ fn begin_leases(tx: &Connection, new: &NewLeases, now: i64) -> Result<LeaseBegun
         new.job_keep_until,
         new.ci.locator,
         new.ci.asked_at_ms,
-        new.ci.runner
+        new.ci.runner,
+        new.address
     ])?;
-    if seen == 0 {
+    let refused = if seen == 0 { Some(LeaseBegun::JobEnded) } else { cap_reached(tx, new)? };
+    if let Some(refused) = refused {
         if let Some(token) = &new.spends {
             for id in token.ids() {
                 tx.prepare_cached(UNSPEND_TOKEN)?.execute(params![new.issuer, id])?;
             }
         }
-        return Ok(LeaseBegun::JobEnded);
+        return Ok(refused);
     }
     let mut insert = tx.prepare_cached(INSERT_LEASE)?;
     for lease in &new.leases {
         insert.execute(params![lease.id, new.issuer, new.job_id, lease.role, lease.backend, now, lease.expires_at])?;
     }
     Ok(LeaseBegun::Begun)
+}
+
+/// The first role of `new` whose cap the job has reached. The transaction is IMMEDIATE: it holds
+/// SQLite's write lock from its start, so no other exchange of the job, of this broker or another
+/// on the same file, can add a lease between this count and this write's commit.
+fn cap_reached(tx: &Connection, new: &NewLeases) -> Result<Option<LeaseBegun>, Error> {
+    for lease in new.leases.iter().filter(|lease| lease.max_per_job > 0) {
+        let had: i64 = tx
+            .prepare_cached(COUNT_ROLE_LEASES)?
+            .query_row(params![new.issuer, new.job_id, lease.role], |row| row.get(0))?;
+        if had >= i64::from(lease.max_per_job) {
+            return Ok(Some(LeaseBegun::CapReached { role: lease.role.clone() }));
+        }
+    }
+    Ok(None)
 }
 
 /// See [`super::Store::activate_lease`].
@@ -250,13 +272,20 @@ mod tests {
         connection
             .execute_batch(
                 "CREATE TABLE exchanged_tokens (issuer, token_id, expires_at, PRIMARY KEY (issuer, token_id));
-                 CREATE TABLE jobs (issuer, job_id, repository, state, first_seen_at, keep_until, ci_api_locator, last_asked_at, runner, PRIMARY KEY (issuer, job_id));
+                 CREATE TABLE jobs (issuer, job_id, repository, state, first_seen_at, keep_until, ci_api_locator, last_asked_at, runner, address, PRIMARY KEY (issuer, job_id));
                  CREATE TABLE leases (id PRIMARY KEY, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at);",
             )
             .unwrap();
-        for sql in
-            [SPEND_TOKEN, UNSPEND_TOKEN, SEE_JOB, INSERT_LEASE, ACTIVATE_PENDING_LEASE, RECORD_HANDLE, LEASE_STATE]
-        {
+        for sql in [
+            SPEND_TOKEN,
+            UNSPEND_TOKEN,
+            SEE_JOB,
+            COUNT_ROLE_LEASES,
+            INSERT_LEASE,
+            ACTIVATE_PENDING_LEASE,
+            RECORD_HANDLE,
+            LEASE_STATE,
+        ] {
             let statement = connection.prepare(sql).unwrap();
             for n in 1..=statement.parameter_count() {
                 assert_eq!(statement.parameter_index(&format!("${n}")).unwrap(), Some(n), "{sql}");

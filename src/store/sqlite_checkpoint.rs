@@ -74,8 +74,13 @@ mod tests {
         let migrated = std::fs::metadata(&file).unwrap().len();
         let far = now() + 3600;
         for n in 0..200 {
-            let lease =
-                NewLease { id: format!("lease-{n}"), role: "deploy".into(), backend: "vault".into(), expires_at: far };
+            let lease = NewLease {
+                id: format!("lease-{n}"),
+                role: "deploy".into(),
+                backend: "vault".into(),
+                expires_at: far,
+                max_per_job: 0,
+            };
             let leases = NewLeases {
                 issuer: "github".into(),
                 job_id: format!("job-{n}"),
@@ -84,6 +89,7 @@ mod tests {
                 spends: None,
                 leases: vec![lease],
                 ci: Default::default(),
+                address: None,
             };
             store.begin_leases(leases).await.unwrap();
         }

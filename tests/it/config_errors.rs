@@ -38,6 +38,11 @@ fn names_the_bad_key() {
         ("unknown key", format!("{HEAD}colour = \"blue\"\n{GOOD_ISSUER}{vault}"), "colour"),
         ("no issuers", format!("{HEAD}issuers = []\n{vault}"), "issuers"),
         (
+            "a trusted proxy that is not a CIDR",
+            format!("trusted_proxies = [\"10.0.0.0/8\", \"10.0.0.0/33\"]\n{HEAD}{GOOD_ISSUER}{vault}"),
+            "trusted_proxies[1]",
+        ),
+        (
             "plain http issuer",
             format!("{HEAD}{}{vault}", GOOD_ISSUER.replace("https://token.actions", "http://token.actions")),
             "issuers[0].issuer",

@@ -214,6 +214,7 @@ role deploy: granted
     held    repository_id: 74  (accepts 74)
     held    ref: refs/heads/main  (accepts refs/heads/main)
     held    runner_tier: hosted  (accepts hosted)
+  exchanges per job: at most 10 (max_exchanges_per_job)
 "
         )
     );
@@ -238,6 +239,7 @@ role deploy: denied
     failed  repository_id: 20  (accepts 74)
     failed  ref: refs/heads/feature-branch-1  (accepts refs/heads/main)
     failed  runner_tier: (in no runner tier)  (accepts hosted)
+  exchanges per job: at most 10 (max_exchanges_per_job)
 "
     );
 }
@@ -269,6 +271,7 @@ roles:
     held    issuer: circleci  (accepts circleci)
     held    repository_id: 84996744-a854-4f5e-aea3-04e2851dc1d2  (accepts 84996744-a854-4f5e-aea3-04e2851dc1d2)
     failed  event: ssh_rerun is a dangerous trigger and the rule does not name it explicitly
+  exchanges per job: at most 10 (max_exchanges_per_job)
 "
         ),
         "{text}"

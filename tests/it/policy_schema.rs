@@ -40,6 +40,14 @@ fn shapes_the_parser_refuses_are_invalid() {
         ("unknown top-level key", "colour: blue\n".to_owned()),
         ("nested list value", format!("{role}ref: [[refs/heads/main]]\n")),
         ("allow rule without issuer", format!("{role}repository_id: \"74\"\n")),
+        (
+            "negative exchange cap",
+            format!("{role}issuer: github\n").replace("max_ttl: 5m", "max_ttl: 5m\n    max_exchanges_per_job: -1"),
+        ),
+        (
+            "exchange cap as text",
+            format!("{role}issuer: github\n").replace("max_ttl: 5m", "max_ttl: 5m\n    max_exchanges_per_job: ten"),
+        ),
     ] {
         assert!(!validator.is_valid(&yaml(&text)), "{what} must be invalid");
         let files = [ci_creds::policy::PolicyFile { path: "p.yaml", text: &text }];

@@ -4,6 +4,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, HttpBody};
-use axum::extract::Request;
+use axum::extract::{ConnectInfo, Request};
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -59,13 +60,13 @@ pub async fn serve(
             () = &mut shutdown => break,
             Some(_) = connections.join_next() => {}
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
                     let Some(admitted) = table.admit() else {
                         metrics::connection_refused();
                         continue;
                     };
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(connection(stream, admitted, router.clone(), timeouts, stopping.clone()));
+                    connections.spawn(connection(stream, peer, admitted, router.clone(), timeouts, stopping.clone()));
                 }
                 Err(error) => accept_failed(&error, &table).await,
             },
@@ -96,6 +97,7 @@ async fn accept_failed(error: &io::Error, table: &ConnectionTable) {
 
 async fn connection(
     stream: TcpStream,
+    peer: SocketAddr,
     admitted: Admitted,
     router: Router,
     timeouts: Timeouts,
@@ -106,7 +108,7 @@ async fn connection(
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let router = router.clone();
         let connection = connection.clone();
-        async move { Ok::<_, Infallible>(answer(router, connection, request).await) }
+        async move { Ok::<_, Infallible>(answer(router, connection, peer, request).await) }
     });
     let mut http = hyper::server::conn::http1::Builder::new();
     http.max_buf_size(MAX_HEAD_BYTES);
@@ -140,6 +142,7 @@ async fn connection(
 async fn answer(
     router: Router,
     connection: Arc<Connection>,
+    peer: SocketAddr,
     mut request: Request<Incoming>,
 ) -> axum::response::Response<WatchedBody> {
     let Some(head_started) = connection.request_started() else {
@@ -150,6 +153,8 @@ async fn answer(
         return response;
     };
     request.extensions_mut().insert(RequestClock { head_started, connection: connection.clone() });
+    // Read by handlers as axum's `ConnectInfo`: the exchange's address starts from the TCP peer.
+    request.extensions_mut().insert(ConnectInfo(peer));
     let response = match router.oneshot(request.map(Body::new)).await {
         Ok(response) => response,
         Err(infallible) => match infallible {},

@@ -113,6 +113,16 @@ impl Broker {
         self.url = format!("http://{}", address.unwrap_or_default());
     }
 
+    /// Stops the broker, puts `keys` at the top of its config (top-level keys must come before
+    /// the config's tables) and starts it again on the same store.
+    pub async fn restart_with_top_level_keys(&mut self, keys: &str) {
+        self.stop();
+        let path = self.dir.path().join("config.toml");
+        let config = std::fs::read_to_string(&path).expect("config");
+        std::fs::write(&path, format!("{keys}\n{config}")).expect("config");
+        self.spawn().await;
+    }
+
     /// Sets `name` in the environment of the broker's next start (`spawn`).
     pub fn set_env(&mut self, name: &str, value: &str) {
         self.env.retain(|(set, _)| set != name);
