@@ -43,6 +43,10 @@ struct CredentialBody {
     lease_id: String,
     #[schema(format = DateTime)]
     expires_at: String,
+    /// The address block the credential works only from, when its role has `bind_to_address`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, nullable = false, example = "203.0.113.7/32")]
+    bound_to: Option<ipnet::IpNet>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     vault: Option<VaultCredential>,
@@ -201,7 +205,16 @@ fn response(exchanged: Exchanged) -> CredentialsResponse {
                     Some(GithubCredential { token, expires_at: expires_at.clone(), permissions, repositories }),
                 ),
             };
-            CredentialBody { role: issued.role, backend, lease_id: issued.lease_id, expires_at, vault, aws, github }
+            CredentialBody {
+                role: issued.role,
+                backend,
+                lease_id: issued.lease_id,
+                expires_at,
+                bound_to: issued.bound_to,
+                vault,
+                aws,
+                github,
+            }
         })
         .collect();
     CredentialsResponse {

@@ -98,6 +98,9 @@ pub enum Event<'a> {
         handle: &'a RevokeHandle,
         /// Unix seconds.
         expires_at: i64,
+        /// The address block the credential works only from (`bind_to_address`), as `a.b.c.d/n`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        bound_to: Option<ipnet::IpNet>,
     },
     #[serde(rename = "job.ended")]
     JobEnded {

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use ipnet::IpNet;
 use time::OffsetDateTime;
 
 use super::jobs::keep_until;
@@ -20,6 +21,8 @@ pub struct IssuedCredential {
     pub lease_id: String,
     pub expires_at: OffsetDateTime,
     pub credential: Credential,
+    /// The address block the credential works only from, for a role with `bind_to_address`.
+    pub bound_to: Option<IpNet>,
 }
 
 /// A role's lease as written before its credential is minted.
@@ -127,6 +130,12 @@ impl Broker {
                 return Err(Error::Denied(denials));
             }
         };
+        // A bound role asked without an address is refused before the token is spent.
+        if request.address.is_none()
+            && let Some(role) = roles.iter().find(|role| role.bind.is_some())
+        {
+            return Err(Error::AddressUnknown { role: role.name.clone() });
+        }
         let checked = match early {
             Some(checked) => checked,
             None => self.check_running(job, None).await?,
@@ -144,7 +153,9 @@ impl Broker {
         }
         let mut issued = Vec::with_capacity(roles.len());
         for (n, (role, lease)) in roles.iter().zip(&planned).enumerate() {
-            match self.mint(job, token_sha256, role, lease).await {
+            // Checked above: a bound role is only reached with an address.
+            let bind = role.bind.zip(request.address).map(|(binding, address)| binding.block(address));
+            match self.mint(job, token_sha256, role, lease, bind).await {
                 Ok(credential) => issued.push(credential),
                 Err(error) => {
                     self.abandon(&planned[n + 1..]).await;
@@ -223,11 +234,12 @@ impl Broker {
         token_sha256: &str,
         role: &Role,
         lease: &PlannedLease,
+        bind: Option<IpNet>,
     ) -> Result<IssuedCredential, Error> {
         let lease_id = &lease.id;
         let asked_at = OffsetDateTime::now_utc();
         let started = std::time::Instant::now();
-        let minted = self.mint_with_backend(job, role, lease.ttl).await;
+        let minted = self.mint_with_backend(job, role, lease.ttl, bind).await;
         crate::metrics::backend_call(role.backend.as_str(), "mint", started.elapsed(), minted.is_ok());
         let minted = match minted {
             Ok(minted) => minted,
@@ -277,28 +289,36 @@ impl Broker {
             backend: role.backend.as_str(),
             handle: &minted.handle,
             expires_at: expires_at.unix_timestamp(),
+            bound_to: bind,
         });
         Ok(IssuedCredential {
             role: role.name.clone(),
             lease_id: lease_id.clone(),
             expires_at,
             credential: minted.credential,
+            bound_to: bind,
         })
     }
 
-    async fn mint_with_backend(&self, job: &Job, role: &Role, ttl: Duration) -> Result<Minted, backends::Error> {
+    async fn mint_with_backend(
+        &self,
+        job: &Job,
+        role: &Role,
+        ttl: Duration,
+        bind: Option<IpNet>,
+    ) -> Result<Minted, backends::Error> {
         match role.backend {
             BackendKind::Vault => {
                 let scope = role.vault.as_ref().ok_or(backends::Error::NotConfigured("vault"))?;
-                self.backends.vault()?.mint(MintRequest { job, role: &role.name, scope, ttl }).await
+                self.backends.vault()?.mint(MintRequest { job, role: &role.name, scope, ttl, bind }).await
             }
             BackendKind::Aws => {
                 let scope = role.aws.as_ref().ok_or(backends::Error::NotConfigured("aws"))?;
-                self.backends.aws()?.mint(MintRequest { job, role: &role.name, scope, ttl }).await
+                self.backends.aws()?.mint(MintRequest { job, role: &role.name, scope, ttl, bind }).await
             }
             BackendKind::Github => {
                 let scope = role.github.as_ref().ok_or(backends::Error::NotConfigured("github"))?;
-                self.backends.github()?.mint(MintRequest { job, role: &role.name, scope, ttl }).await
+                self.backends.github()?.mint(MintRequest { job, role: &role.name, scope, ttl, bind }).await
             }
         }
     }

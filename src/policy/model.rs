@@ -9,6 +9,8 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
 use super::aws::{AWS_MAX_SESSION, AWS_MIN_SESSION, AwsDoc, AwsScope};
+use super::aws_binding;
+use super::binding::{self, AddressBinding};
 use super::from_map::from_map;
 use super::github::{GITHUB_TOKEN_LIFETIME, GithubDoc, GithubScope};
 use super::rule::Rule;
@@ -43,6 +45,8 @@ pub struct Role {
     pub vault: Option<VaultScope>,
     pub aws: Option<AwsScope>,
     pub github: Option<GithubScope>,
+    /// Set when the role's credentials work only from the job's address block (`bind_to_address`).
+    pub bind: Option<AddressBinding>,
     pub allow: Vec<Rule>,
     pub deny: Vec<Rule>,
 }
@@ -72,6 +76,12 @@ struct RoleDoc {
     aws: Option<AwsDoc>,
     #[serde(default)]
     github: Option<GithubDoc>,
+    #[serde(default)]
+    bind_to_address: bool,
+    #[serde(default)]
+    bind_prefix: Option<u8>,
+    #[serde(default)]
+    bind_prefix_v6: Option<u8>,
     #[serde(default)]
     allow: Vec<Rule>,
     #[serde(default)]
@@ -138,6 +148,18 @@ impl<'de> Deserialize<'de> for RoleEntry {
                     doc.name
                 ));
             }
+            let reads_dynamic_secret = vault.as_ref().is_some_and(|scope| scope.secret_path.is_some());
+            let bind = binding::check(
+                &doc.name,
+                doc.backend,
+                doc.bind_to_address,
+                doc.bind_prefix,
+                doc.bind_prefix_v6,
+                reads_dynamic_secret,
+            )?;
+            if let (Some(_), Some(scope)) = (bind, &aws) {
+                aws_binding::check_fits(&doc.name, scope.session_policy.as_deref())?;
+            }
             Ok(RoleEntry(Role {
                 name: doc.name,
                 backend: doc.backend,
@@ -145,6 +167,7 @@ impl<'de> Deserialize<'de> for RoleEntry {
                 vault,
                 aws,
                 github,
+                bind,
                 allow: doc.allow,
                 deny: doc.deny,
             }))

@@ -47,6 +47,19 @@ struct RoleShape {
     aws: Option<AwsShape>,
     #[serde(default)]
     github: Option<GithubShape>,
+    /// The credentials work only from the job's address block: a Vault token through a token
+    /// role with `token_bound_cidrs`, an AWS session through an `aws:SourceIp` condition. Not for
+    /// github roles, nor a vault role with `secret_path`.
+    #[serde(default)]
+    bind_to_address: bool,
+    /// The IPv4 block's prefix length: 32 binds the one address, 24 a NAT pool's /24.
+    #[serde(default)]
+    #[schemars(range(min = 8, max = 32))]
+    bind_prefix: Option<u8>,
+    /// The IPv6 block's prefix length: 128 binds the one address, 64 a subnet.
+    #[serde(default)]
+    #[schemars(range(min = 32, max = 128))]
+    bind_prefix_v6: Option<u8>,
     /// Granted when ANY rule matches; a rule matches when ALL its conditions hold.
     allow: Vec<AllowRuleShape>,
     /// Any matching deny rule refuses the role, whatever `allow` says.
