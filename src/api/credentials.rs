@@ -122,7 +122,7 @@ fn expose_json<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> R
         (status = 200, description = "Every requested role's credential", body = CredentialsResponse),
         (status = 400, description = "`invalid_request`", body = ErrorResponse),
         (status = 401, description = "`invalid_token`, `unsubstituted_claim`, `unknown_issuer`", body = ErrorResponse),
-        (status = 403, description = "`access_denied`, with `denied`; `runner_reused` (a single-use tier's runner served another job); `runner_unknown` (a single-use tier's runner cannot be told from others)", body = ErrorResponse),
+        (status = 403, description = "`access_denied`, with `denied`; `runner_reused` (a single-use tier's runner served another job); `runner_unknown` (a single-use tier's runner cannot be told from others); `address_unknown` (a role bound to the job's address, and the address is not known)", body = ErrorResponse),
         (status = 409, description = "`token_replayed`, `job_ended`", body = ErrorResponse),
         (status = 408, description = "`request_timeout`: the request did not arrive in full within `limits.request_timeout`", body = ErrorResponse),
         (status = 413, description = "`payload_too_large`", body = ErrorResponse),

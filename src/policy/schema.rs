@@ -206,4 +206,19 @@ mod tests {
         in_parser.sort_unstable();
         assert_eq!(in_schema, in_parser);
     }
+
+    #[test]
+    fn states_the_binding_keys_with_the_prefixes_the_parser_accepts() {
+        let schema: serde_json::Value = serde_json::from_str(&super::json_schema()).unwrap();
+        let role = &schema["$defs"]["RoleShape"]["properties"];
+        assert_eq!(role["bind_to_address"]["type"], "boolean");
+        assert_eq!(
+            (role["bind_prefix"]["minimum"].as_u64(), role["bind_prefix"]["maximum"].as_u64()),
+            (Some(8), Some(32))
+        );
+        assert_eq!(
+            (role["bind_prefix_v6"]["minimum"].as_u64(), role["bind_prefix_v6"]["maximum"].as_u64()),
+            (Some(32), Some(128))
+        );
+    }
 }

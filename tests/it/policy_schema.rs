@@ -40,6 +40,16 @@ fn shapes_the_parser_refuses_are_invalid() {
         ("unknown top-level key", "colour: blue\n".to_owned()),
         ("nested list value", format!("{role}ref: [[refs/heads/main]]\n")),
         ("allow rule without issuer", format!("{role}repository_id: \"74\"\n")),
+        (
+            "a binding to a /4",
+            format!("{role}issuer: github\n")
+                .replace("    allow:", "    bind_to_address: true\n    bind_prefix: 4\n    allow:"),
+        ),
+        (
+            "a binding to a /16 of IPv6",
+            format!("{role}issuer: github\n")
+                .replace("    allow:", "    bind_to_address: true\n    bind_prefix_v6: 16\n    allow:"),
+        ),
     ] {
         assert!(!validator.is_valid(&yaml(&text)), "{what} must be invalid");
         let files = [ci_creds::policy::PolicyFile { path: "p.yaml", text: &text }];

@@ -85,7 +85,7 @@ fn a_single_statement_mapping_is_bound_like_a_list() {
 #[test]
 fn an_allow_already_testing_the_source_address_is_refused_at_load() {
     let role = "backend: aws\nmax_ttl: 1h\nbind_to_address: true\naws:\n  role_arn: \"arn:aws:iam::123456789012:role/deploy\"\n  session_policy: { Version: \"2012-10-17\", Statement: [ { Effect: Allow, Action: \"*\", Resource: \"*\", Condition: { IpAddress: { \"aws:sourceip\": 10.0.0.0/8 } } } ] }\n";
-    let error = load(role).err().expect("refused");
+    let error = load(role).expect_err("refused");
     assert!(error.contains("already tests `aws:SourceIp`"), "{error}");
 }
 
@@ -105,7 +105,7 @@ fn a_session_policy_too_large_once_bound_is_refused_at_load_with_its_size() {
     let text = fits.role("r").unwrap().aws.as_ref().unwrap().session_policy.clone();
     let longest = bound_session_policy(text.as_deref(), block("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128")).unwrap();
     assert!(longest.len() <= SESSION_POLICY_PLAIN_TEXT_LIMIT, "{}", longest.len());
-    let error = load(&policy(12)).err().expect("twelve statements, bound, pass 2048 characters");
+    let error = load(&policy(12)).expect_err("twelve statements, bound, pass 2048 characters");
     assert!(error.contains("over STS's limit of 2048"), "{error}");
     assert!(load(&policy(12).replace("bind_to_address: true\n", "")).is_ok(), "unbound, the same policy loads");
 }
