@@ -211,6 +211,7 @@ async fn record_before_minting(store: &Store, job: &Job, roles: &[&Role]) {
                 role: role.name.clone(),
                 backend: role.backend.as_str().to_owned(),
                 expires_at: expires_at(role),
+                bound_to: None,
             })
             .collect(),
         ci: Default::default(),

@@ -31,7 +31,13 @@ path "auth/token/roles/ci-creds-job" {
 }
 
 path "auth/token/roles/ci-creds-job-bound-*" {
-  capabilities = ["create", "update"]
+  capabilities = ["create", "update", "delete"]
+}
+
+# The sweeper lists token roles to delete the bound ones no live lease uses (the list holds role
+# names only).
+path "auth/token/roles" {
+  capabilities = ["list"]
 }
 
 path "auth/token/create/ci-creds-job-bound-*" {

@@ -30,6 +30,8 @@ struct PlannedLease {
     id: String,
     ttl: Duration,
     expires_at: OffsetDateTime,
+    /// The address block the credential is bound to, for a role with `bind_to_address`.
+    bind: Option<IpNet>,
 }
 
 pub struct Exchanged {
@@ -142,7 +144,7 @@ impl Broker {
         };
         let checked = self.settle_liveness(job, checked)?;
         self.claim_single_use(job).await?;
-        let planned = self.begin_leases(job, &roles, request.ttl, checked.facts).await?;
+        let planned = self.begin_leases(job, &roles, request, checked.facts).await?;
         // A job within a run ends with the run. Asked once this job's leases are written: a run's
         // end that came before is seen here, and one that comes after finds this job to end.
         if let Some(run) = job.named_job.as_ref().and(job.run_id.as_deref())
@@ -153,9 +155,7 @@ impl Broker {
         }
         let mut issued = Vec::with_capacity(roles.len());
         for (n, (role, lease)) in roles.iter().zip(&planned).enumerate() {
-            // Checked above: a bound role is only reached with an address.
-            let bind = role.bind.zip(request.address).map(|(binding, address)| binding.block(address));
-            match self.mint(job, token_sha256, role, lease, bind).await {
+            match self.mint(job, token_sha256, role, lease).await {
                 Ok(credential) => issued.push(credential),
                 Err(error) => {
                     self.abandon(&planned[n + 1..]).await;
@@ -179,15 +179,17 @@ impl Broker {
         &self,
         job: &Job,
         roles: &[&Role],
-        ttl: Option<Duration>,
+        request: &ExchangeRequest,
         ci: JobCiFacts,
     ) -> Result<Vec<PlannedLease>, Error> {
         let now = OffsetDateTime::now_utc();
         let planned: Vec<PlannedLease> = roles
             .iter()
             .map(|role| {
-                let ttl = granted_ttl(role, ttl);
-                PlannedLease { id: uuid::Uuid::now_v7().to_string(), ttl, expires_at: now + ttl }
+                let ttl = granted_ttl(role, request.ttl);
+                // Checked before: a bound role is only reached with an address.
+                let bind = role.bind.zip(request.address).map(|(binding, address)| binding.block(address));
+                PlannedLease { id: uuid::Uuid::now_v7().to_string(), ttl, expires_at: now + ttl, bind }
             })
             .collect();
         let last_expiry = planned.iter().map(|lease| lease.expires_at.unix_timestamp()).max().unwrap_or_default();
@@ -214,6 +216,7 @@ impl Broker {
                     role: role.name.clone(),
                     backend: role.backend.as_str().to_owned(),
                     expires_at: lease.expires_at.unix_timestamp(),
+                    bound_to: lease.bind.map(|block| block.to_string()),
                 })
                 .collect(),
             ci,
@@ -234,9 +237,9 @@ impl Broker {
         token_sha256: &str,
         role: &Role,
         lease: &PlannedLease,
-        bind: Option<IpNet>,
     ) -> Result<IssuedCredential, Error> {
         let lease_id = &lease.id;
+        let bind = lease.bind;
         let asked_at = OffsetDateTime::now_utc();
         let started = std::time::Instant::now();
         let minted = self.mint_with_backend(job, role, lease.ttl, bind).await;

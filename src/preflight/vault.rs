@@ -231,6 +231,8 @@ impl Vault {
             }
             needed.push((format!("auth/token/roles/{example}"), "create"));
             needed.push((format!("auth/token/roles/{example}"), "update"));
+            needed.push((format!("auth/token/roles/{example}"), "delete"));
+            needed.push(("auth/token/roles".to_owned(), "list"));
             needed.push((format!("auth/token/create/{example}"), "update"));
         }
         let paths: Vec<&str> = needed.iter().map(|(path, _)| path.as_str()).collect();

@@ -93,6 +93,9 @@ pub struct NewLease {
     pub backend: String,
     /// Unix seconds.
     pub expires_at: i64,
+    /// The address block the credential is bound to (`a.b.c.d/n`), for a role with
+    /// `bind_to_address`.
+    pub bound_to: Option<String>,
 }
 
 /// A token an exchange spends: its issuer is the job's.

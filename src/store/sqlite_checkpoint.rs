@@ -74,8 +74,13 @@ mod tests {
         let migrated = std::fs::metadata(&file).unwrap().len();
         let far = now() + 3600;
         for n in 0..200 {
-            let lease =
-                NewLease { id: format!("lease-{n}"), role: "deploy".into(), backend: "vault".into(), expires_at: far };
+            let lease = NewLease {
+                id: format!("lease-{n}"),
+                role: "deploy".into(),
+                backend: "vault".into(),
+                expires_at: far,
+                bound_to: None,
+            };
             let leases = NewLeases {
                 issuer: "github".into(),
                 job_id: format!("job-{n}"),

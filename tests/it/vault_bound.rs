@@ -7,6 +7,7 @@
 use std::net::IpAddr;
 
 use ci_creds::backends::Credential;
+use ci_creds::lifecycle::sweeper::sweep;
 use ci_creds::lifecycle::{Error, ExchangeRequest, Exchanged};
 use reqwest::Method;
 use secrecy::ExposeSecret;
@@ -198,6 +199,33 @@ async fn a_role_made_again_after_it_was_deleted_by_hand() {
     assert!(status < 300);
     let exchanged = exchange(&setup, "read-config-bound", "127.0.0.5", "2002").await;
     let (token, _) = vault_token(&exchanged);
+    assert_eq!(read_secret_from(&setup.bao, &token, "127.0.0.5").await.0, 200);
+    assert_eq!(read_secret_from(&setup.bao, &token, "127.0.0.6").await.0, 403);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bound_role_is_deleted_once_no_live_lease_of_its_block_remains() {
+    let setup = setup().await;
+    let broker = &setup.broker.broker;
+    let first = exchange(&setup, "read-config-bound", "127.0.0.5", "3001").await;
+    let second = exchange(&setup, "read-config-bound", "127.0.0.5", "3002").await;
+    let role = format!("{TOKEN_ROLE}-bound-127-0-0-5-32");
+
+    sweep(broker).await.expect("sweeps");
+    assert_eq!(bound_roles(&setup.bao).await, vec![role.clone()], "kept while its leases live");
+
+    broker.store.request_revocation(&first.credentials[0].lease_id).await.expect("first job ended");
+    sweep(broker).await.expect("sweeps");
+    assert_eq!(bound_roles(&setup.bao).await, vec![role.clone()], "kept while the second job's lease lives");
+
+    broker.store.request_revocation(&second.credentials[0].lease_id).await.expect("second job ended");
+    sweep(broker).await.expect("sweeps");
+    assert_eq!(bound_roles(&setup.bao).await, Vec::<String>::new(), "deleted: no live lease uses it");
+
+    // The next job from the block makes it again, and is bound as before.
+    let third = exchange(&setup, "read-config-bound", "127.0.0.5", "3003").await;
+    assert_eq!(bound_roles(&setup.bao).await, vec![role]);
+    let (token, _) = vault_token(&third);
     assert_eq!(read_secret_from(&setup.bao, &token, "127.0.0.5").await.0, 200);
     assert_eq!(read_secret_from(&setup.bao, &token, "127.0.0.6").await.0, 403);
 }

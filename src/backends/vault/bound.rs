@@ -162,6 +162,94 @@ impl VaultBackend {
     }
 }
 
+/// At most this many role names are read from one LIST answer (a bound role per block).
+const MAX_LISTED_ROLES: usize = 10_000;
+
+impl VaultBackend {
+    /// Deletes the token roles named with this broker's bound prefix whose block is not in
+    /// `in_use`, and forgets them, so that the next exchange from such a block makes its role
+    /// again. `LIST auth/token/roles` answers every token role's name in `data.keys` (OpenBao
+    /// api-docs/auth/token.mdx, "List token roles"); a 404, which Vault's HTTP API gives a LIST of
+    /// nothing, is read as no role (not checked in OpenBao's source).
+    pub async fn delete_unused_bound_roles(&self, in_use: &[IpNet]) -> Result<usize, Error> {
+        let keep: HashSet<String> = in_use.iter().map(|block| self.bound.role_name(*block)).collect();
+        self.bound
+            .made
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|block| keep.contains(&self.bound.role_name(*block)));
+        let prefix = format!("{}-", self.bound.prefix);
+        let unused: Vec<String> = self
+            .list_roles()
+            .await?
+            .into_iter()
+            .filter(|name| name.starts_with(&prefix) && !keep.contains(name))
+            .collect();
+        let mut deleted = 0;
+        for name in unused {
+            // A name comes from Vault's answer: one path segment, or none.
+            let Some(segment) = crate::net::path_segment(&name) else { continue };
+            let url = parse_url(&self.bound.address, &format!("auth/token/roles/{segment}"))?;
+            self.login
+                .with_token(|token| {
+                    let url = &url;
+                    async move {
+                        let (status, answer) = self
+                            .http
+                            .delete_with_secret_header(url, ("X-Vault-Token", &token), self.timeout, MAX_TOKEN_BYTES)
+                            .await
+                            .map_err(|_| Error::Unavailable { backend: NAME, reason: "cannot reach Vault".into() })?;
+                        if status.is_success() {
+                            return Ok(());
+                        }
+                        let errors = serde_json::from_slice::<super::Refusal>(&answer).unwrap_or_default().errors;
+                        Err(answered(status.as_u16(), &errors))
+                    }
+                })
+                .await?;
+            tracing::info!(role = %name, "deleted a Vault token role bound to an address block no live lease uses");
+            deleted += 1;
+        }
+        Ok(deleted)
+    }
+
+    async fn list_roles(&self) -> Result<Vec<String>, Error> {
+        let url = parse_url(&self.bound.address, "auth/token/roles?list=true")?;
+        let answer = self
+            .login
+            .with_token(|token| {
+                let url = &url;
+                async move {
+                    let (status, answer) = self
+                        .http
+                        .get_with_secret_header(url, ("X-Vault-Token", &token), self.timeout, super::MAX_SECRET_BYTES)
+                        .await
+                        .map_err(|_| Error::Unavailable { backend: NAME, reason: "cannot reach Vault".into() })?;
+                    if status.is_success() {
+                        return Ok(Some(answer));
+                    }
+                    if status.as_u16() == 404 {
+                        return Ok(None);
+                    }
+                    let errors = serde_json::from_slice::<super::Refusal>(&answer).unwrap_or_default().errors;
+                    Err(answered(status.as_u16(), &errors))
+                }
+            })
+            .await?;
+        let Some(answer) = answer else { return Ok(Vec::new()) };
+        let listed: Value = serde_json::from_slice(&answer).map_err(|e| Error::Unavailable {
+            backend: NAME,
+            reason: format!("the token roles' list does not parse: {e}"),
+        })?;
+        Ok(listed
+            .get("data")
+            .and_then(|data| data.get("keys"))
+            .and_then(Value::as_array)
+            .map(|keys| keys.iter().filter_map(Value::as_str).take(MAX_LISTED_ROLES).map(str::to_owned).collect())
+            .unwrap_or_default())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,7 +47,13 @@ pub fn lease(id: &str, job_id: &str, expires_at: i64) -> NewLeases {
         repository: "octo-org/octo-repo".into(),
         job_keep_until: expires_at + 3600,
         spends: None,
-        leases: vec![NewLease { id: id.into(), role: "deploy".into(), backend: "vault".into(), expires_at }],
+        leases: vec![NewLease {
+            id: id.into(),
+            role: "deploy".into(),
+            backend: "vault".into(),
+            expires_at,
+            bound_to: None,
+        }],
         ci: Default::default(),
     }
 }
