@@ -56,6 +56,7 @@ mod request_paths;
 mod runner_facts;
 mod runner_identity;
 mod runner_report;
+mod store_bound;
 mod store_fleet_window;
 mod store_group_commit;
 mod store_pending;

@@ -92,6 +92,21 @@ async fn read_secret_from(bao: &Bao, token: &str, from: &str) -> (u16, Value) {
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// The audit event `credential.minted` of `lease_id`.
+async fn minted_event(setup: &Setup, lease_id: &str) -> Value {
+    let mut found = None;
+    crate::support::wait_until("the credential.minted event", || {
+        found = setup
+            .broker
+            .audit_events()
+            .into_iter()
+            .find(|event| event["event"] == "credential.minted" && event["lease_id"] == lease_id);
+        std::future::ready(found.is_some())
+    })
+    .await;
+    found.unwrap_or_default()
+}
+
 /// The token roles the broker made for address blocks.
 async fn bound_roles(bao: &Bao) -> Vec<String> {
     let (status, listed) = bao.root(Method::GET, "auth/token/roles?list=true", None).await;
@@ -114,6 +129,8 @@ async fn a_bound_token_reads_its_secret_from_the_jobs_address_and_nowhere_else()
     let exchanged = exchange(&setup, "read-config-bound", "127.0.0.5", "289782451").await;
     assert_eq!(exchanged.credentials[0].bound_to.map(|block| block.to_string()).as_deref(), Some("127.0.0.5/32"));
     let (token, accessor) = vault_token(&exchanged);
+    let minted = minted_event(&setup, &exchanged.credentials[0].lease_id).await;
+    assert_eq!(minted["bound_to"], "127.0.0.5/32", "{minted}");
 
     let (status, secret) = read_secret_from(&setup.bao, &token, "127.0.0.5").await;
     assert_eq!(status, 200, "{secret}");
@@ -142,6 +159,8 @@ async fn an_unbound_token_works_from_both_addresses() {
     let setup = setup().await;
     let exchanged = exchange(&setup, "read-config", "127.0.0.5", "289782451").await;
     assert_eq!(exchanged.credentials[0].bound_to, None);
+    let minted = minted_event(&setup, &exchanged.credentials[0].lease_id).await;
+    assert!(minted.get("bound_to").is_none(), "an unbound credential says nothing of binding: {minted}");
     let (token, _) = vault_token(&exchanged);
     for from in ["127.0.0.5", "127.0.0.6"] {
         let (status, answer) = read_secret_from(&setup.bao, &token, from).await;

@@ -23,6 +23,14 @@ pub struct InProcess {
     pub dir: TempDir,
 }
 
+impl InProcess {
+    /// The audit events written so far, one JSON object each.
+    pub fn audit_events(&self) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(self.dir.path().join("audit.jsonl")).unwrap_or_default();
+        text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
+    }
+}
+
 /// A broker trusting `issuer_url` as the `github` issuer, with `policy` as its one policy file,
 /// minting Vault tokens on `bao` with `vault_token` through `token_role`.
 pub async fn broker(
@@ -36,7 +44,7 @@ pub async fn broker(
     std::fs::create_dir(dir.path().join("policy")).expect("policy dir");
     std::fs::write(dir.path().join("policy/roles.yaml"), policy).expect("policy");
     let text = format!(
-        "listen = \"127.0.0.1:0\"\naudience = \"{AUDIENCE}\"\npolicy_dir = \"policy\"\n\n[store]\nurl = \"sqlite://ci-creds.db\"\n\n[[issuers]]\nname = \"github\"\nkind = \"github\"\nissuer = \"{issuer_url}\"\n"
+        "listen = \"127.0.0.1:0\"\naudience = \"{AUDIENCE}\"\npolicy_dir = \"policy\"\n\n[store]\nurl = \"sqlite://ci-creds.db\"\n\n[audit]\nfile = \"audit.jsonl\"\n\n[[issuers]]\nname = \"github\"\nkind = \"github\"\nissuer = \"{issuer_url}\"\n"
     );
     let config = Config::parse(&text, &dir.path().join("config.toml")).expect("config");
     let vault_config = VaultConfig {
