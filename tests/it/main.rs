@@ -7,6 +7,7 @@ mod support;
 mod api_bad_input;
 mod audit_chain;
 mod audit_trail;
+mod aws_bound;
 mod azure_pipelines;
 mod azure_pipelines_end;
 mod azure_pipelines_hooks;
