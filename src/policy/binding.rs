@@ -1,11 +1,10 @@
 //! Binding a role's credentials to the address block the job asked from (`bind_to_address`),
-//! checked when the policy loads: the prefix lengths, and the backends that cannot honour it.
+//! and its prefix lengths checked when the policy loads (the backends that cannot honour a
+//! binding are refused beside the role's other checks, in `model.rs`).
 
 use std::net::IpAddr;
 
 use ipnet::IpNet;
-
-use super::model::BackendKind;
 
 /// The address block a bound role's credentials work from: the job's address truncated to
 /// `prefix_v4` or `prefix_v6` bits.
@@ -43,11 +42,9 @@ impl AddressBinding {
 /// The role keys `bind_to_address`, `bind_prefix` and `bind_prefix_v6` checked together.
 pub(super) fn check(
     role: &str,
-    backend: BackendKind,
     bind: bool,
     prefix_v4: Option<u8>,
     prefix_v6: Option<u8>,
-    reads_dynamic_secret: bool,
 ) -> Result<Option<AddressBinding>, String> {
     let prefix_v4 = prefix_v4.unwrap_or(DEFAULT_PREFIX_V4);
     let prefix_v6 = prefix_v6.unwrap_or(DEFAULT_PREFIX_V6);
@@ -61,16 +58,5 @@ pub(super) fn check(
             "role `{role}`: `bind_prefix_v6` {prefix_v6} is not between {MIN_PREFIX_V6} and 128; hint: a shorter prefix binds to a whole provider's allocation, use the runners' subnet such as 64"
         ));
     }
-    if !bind {
-        return Ok(None);
-    }
-    match backend {
-        BackendKind::Github => Err(format!(
-            "role `{role}`: `bind_to_address` cannot hold for a github role: GitHub App installation tokens cannot be bound to an address; hint: remove `bind_to_address`, job-end revocation still applies"
-        )),
-        BackendKind::Vault if reads_dynamic_secret => Err(format!(
-            "role `{role}`: `bind_to_address` cannot hold with `vault.secret_path`: the broker reads the dynamic secret with the job's token from its own address, and Vault does not bind the secret itself to any address; hint: bind a role without a dynamic secret, or drop `bind_to_address`"
-        )),
-        BackendKind::Vault | BackendKind::Aws => Ok(Some(AddressBinding { prefix_v4, prefix_v6 })),
-    }
+    Ok(bind.then_some(AddressBinding { prefix_v4, prefix_v6 }))
 }

@@ -148,17 +148,9 @@ impl<'de> Deserialize<'de> for RoleEntry {
                     doc.name
                 ));
             }
-            let reads_dynamic_secret = vault.as_ref().is_some_and(|scope| scope.secret_path.is_some());
-            let bind = binding::check(
-                &doc.name,
-                doc.backend,
-                doc.bind_to_address,
-                doc.bind_prefix,
-                doc.bind_prefix_v6,
-                reads_dynamic_secret,
-            )?;
-            if let (Some(_), Some(scope)) = (bind, &aws) {
-                aws_binding::check_fits(&doc.name, scope.session_policy.as_deref())?;
+            let bind = binding::check(&doc.name, doc.bind_to_address, doc.bind_prefix, doc.bind_prefix_v6)?;
+            if bind.is_some() {
+                check_bindable(&doc.name, vault.as_ref(), aws.as_ref(), github.is_some())?;
             }
             Ok(RoleEntry(Role {
                 name: doc.name,
@@ -173,6 +165,25 @@ impl<'de> Deserialize<'de> for RoleEntry {
             }))
         })
     }
+}
+
+/// Whether the backend can honour `bind_to_address`: a github token cannot be bound, and a
+/// dynamic secret is read from the broker's address and is not bound by Vault.
+fn check_bindable(role: &str, vault: Option<&VaultScope>, aws: Option<&AwsScope>, github: bool) -> Result<(), String> {
+    if github {
+        return Err(format!(
+            "role `{role}`: `bind_to_address` cannot hold for a github role: GitHub App installation tokens cannot be bound to an address; hint: remove `bind_to_address`, job-end revocation still applies"
+        ));
+    }
+    if vault.is_some_and(|scope| scope.secret_path.is_some()) {
+        return Err(format!(
+            "role `{role}`: `bind_to_address` cannot hold with `vault.secret_path`: the broker reads the dynamic secret with the job's token from its own address, and Vault does not bind the secret itself to any address; hint: bind a role without a dynamic secret, or drop `bind_to_address`"
+        ));
+    }
+    if let Some(scope) = aws {
+        aws_binding::check_fits(role, scope.session_policy.as_deref())?;
+    }
+    Ok(())
 }
 
 fn missing_section(role: &str, backend: &str, example: &str) -> String {
