@@ -212,6 +212,7 @@ async fn record_before_minting(store: &Store, job: &Job, roles: &[&Role]) {
                 backend: role.backend.as_str().to_owned(),
                 expires_at: expires_at(role),
                 max_per_job: role.max_exchanges_per_job,
+                bound_to: None,
             })
             .collect(),
         ci: Default::default(),

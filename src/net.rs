@@ -140,6 +140,21 @@ impl HttpClient {
         Ok((status, read_bounded(response, max_bytes).await?))
     }
 
+    /// DELETEs `url` (checked when it was made) with `header` set to `secret` (marked
+    /// sensitive), within `timeout`: the answer's status and its body of at most `max_bytes`.
+    pub async fn delete_with_secret_header(
+        &self,
+        url: &Url,
+        (header, secret): (&'static str, &HeaderValue),
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<(StatusCode, Vec<u8>), String> {
+        let request = self.inner.delete(url.clone()).timeout(timeout).header(header, secret.clone());
+        let response = request.send().await.map_err(|e| format!("request failed: {}", e.without_url()))?;
+        let status = response.status();
+        Ok((status, read_bounded(response, max_bytes).await?))
+    }
+
     async fn read_json<T: DeserializeOwned>(
         &self,
         request: reqwest::RequestBuilder,

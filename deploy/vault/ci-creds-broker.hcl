@@ -20,6 +20,30 @@ path "auth/token/create/ci-creds-job" {
   capabilities = ["update"]
 }
 
+# Roles with `bind_to_address`: a job's token is minted through a token role whose
+# `token_bound_cidrs` is the job's address block, made on demand with the settings of the role
+# above (read once) and named `ci-creds-job-bound-<block>`, e.g. ci-creds-job-bound-127-0-0-5-32
+# (docs/vault.md, "Tokens bound to the job's address"). Writing token roles is a power: a role
+# the broker writes may allow any policy but `root`; pin `allowed_policies` with
+# `allowed_parameters` here if the broker's host is less trusted than Vault's operators.
+path "auth/token/roles/ci-creds-job" {
+  capabilities = ["read"]
+}
+
+path "auth/token/roles/ci-creds-job-bound-*" {
+  capabilities = ["create", "update", "delete"]
+}
+
+# The sweeper lists token roles to delete the bound ones no live lease uses (the list holds role
+# names only).
+path "auth/token/roles" {
+  capabilities = ["list"]
+}
+
+path "auth/token/create/ci-creds-job-bound-*" {
+  capabilities = ["update"]
+}
+
 # Revoke a job's token by its accessor when the job ends (the revocation queue).
 path "auth/token/revoke-accessor" {
   capabilities = ["update"]

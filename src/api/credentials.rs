@@ -45,6 +45,10 @@ struct CredentialBody {
     lease_id: String,
     #[schema(format = DateTime)]
     expires_at: String,
+    /// The address block the credential works only from, when its role has `bind_to_address`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, nullable = false, example = "203.0.113.7/32")]
+    bound_to: Option<ipnet::IpNet>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     vault: Option<VaultCredential>,
@@ -120,7 +124,7 @@ fn expose_json<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> R
         (status = 200, description = "Every requested role's credential", body = CredentialsResponse),
         (status = 400, description = "`invalid_request`; `invalid_forwarded_for` (a trusted proxy's `X-Forwarded-For` is not a list of IP addresses, or is too long)", body = ErrorResponse),
         (status = 401, description = "`invalid_token`, `unsubstituted_claim`, `unknown_issuer`", body = ErrorResponse),
-        (status = 403, description = "`access_denied`, with `denied`; `runner_reused` (a single-use tier's runner served another job); `runner_unknown` (a single-use tier's runner cannot be told from others); `exchange_cap_reached` (the job has had a role `max_exchanges_per_job` times)", body = ErrorResponse),
+        (status = 403, description = "`access_denied`, with `denied`; `runner_reused` (a single-use tier's runner served another job); `runner_unknown` (a single-use tier's runner cannot be told from others); `exchange_cap_reached` (the job has had a role `max_exchanges_per_job` times); `address_unknown` (a role bound to the job's address, and the address is not known)", body = ErrorResponse),
         (status = 409, description = "`token_replayed`, `job_ended`", body = ErrorResponse),
         (status = 408, description = "`request_timeout`: the request did not arrive in full within `limits.request_timeout`", body = ErrorResponse),
         (status = 413, description = "`payload_too_large`", body = ErrorResponse),
@@ -218,7 +222,16 @@ fn response(exchanged: Exchanged) -> CredentialsResponse {
                     Some(GithubCredential { token, expires_at: expires_at.clone(), permissions, repositories }),
                 ),
             };
-            CredentialBody { role: issued.role, backend, lease_id: issued.lease_id, expires_at, vault, aws, github }
+            CredentialBody {
+                role: issued.role,
+                backend,
+                lease_id: issued.lease_id,
+                expires_at,
+                bound_to: issued.bound_to,
+                vault,
+                aws,
+                github,
+            }
         })
         .collect();
     CredentialsResponse {

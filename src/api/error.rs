@@ -92,6 +92,7 @@ impl ApiError {
                 L::CiUnavailable => (StatusCode::SERVICE_UNAVAILABLE, "ci_unavailable"),
                 L::RunnerReused { .. } => (StatusCode::FORBIDDEN, "runner_reused"),
                 L::RunnerUnknown { .. } => (StatusCode::FORBIDDEN, "runner_unknown"),
+                L::AddressUnknown { .. } => (StatusCode::FORBIDDEN, "address_unknown"),
                 L::InvalidSignature => (StatusCode::UNAUTHORIZED, "invalid_signature"),
                 L::WebhookNotConfigured => (StatusCode::NOT_FOUND, "not_found"),
                 L::Backend(backends::Error::Refused { .. }) => (StatusCode::BAD_GATEWAY, "backend_refused"),

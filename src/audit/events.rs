@@ -107,6 +107,9 @@ pub enum Event<'a> {
         expires_at: i64,
         #[serde(skip_serializing_if = "Option::is_none")]
         address: Option<IpAddr>,
+        /// The address block the credential works only from (`bind_to_address`), as `a.b.c.d/n`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        bound_to: Option<ipnet::IpNet>,
     },
     #[serde(rename = "job.ended")]
     JobEnded {

@@ -131,6 +131,9 @@ pub struct MintRequest<'a, S> {
     pub role: &'a str,
     pub scope: &'a S,
     pub ttl: Duration,
+    /// The address block the credential must work only from, for a role with
+    /// `bind_to_address`; `None` for an unbound role.
+    pub bind: Option<ipnet::IpNet>,
 }
 
 /// Every configured backend; a role or a revoke handle picks one.

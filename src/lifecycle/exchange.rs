@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use ipnet::IpNet;
 use time::OffsetDateTime;
 
 use super::jobs::keep_until;
@@ -21,6 +22,8 @@ pub struct IssuedCredential {
     pub lease_id: String,
     pub expires_at: OffsetDateTime,
     pub credential: Credential,
+    /// The address block the credential works only from, for a role with `bind_to_address`.
+    pub bound_to: Option<IpNet>,
 }
 
 /// A role's lease as written before its credential is minted.
@@ -28,6 +31,8 @@ struct PlannedLease {
     id: String,
     ttl: Duration,
     expires_at: OffsetDateTime,
+    /// The address block the credential is bound to, for a role with `bind_to_address`.
+    bind: Option<IpNet>,
 }
 
 pub struct Exchanged {
@@ -130,6 +135,12 @@ impl Broker {
                 return Err(Error::Denied(denials));
             }
         };
+        // A bound role asked without an address is refused before the token is spent.
+        if request.address.is_none()
+            && let Some(role) = roles.iter().find(|role| role.bind.is_some())
+        {
+            return Err(Error::AddressUnknown { role: role.name.clone() });
+        }
         let checked = match early {
             Some(checked) => checked,
             None => self.check_running(job, None).await?,
@@ -174,13 +185,14 @@ impl Broker {
         request: &ExchangeRequest,
         ci: JobCiFacts,
     ) -> Result<Vec<PlannedLease>, Error> {
-        let ttl = request.ttl;
         let now = OffsetDateTime::now_utc();
         let planned: Vec<PlannedLease> = roles
             .iter()
             .map(|role| {
-                let ttl = granted_ttl(role, ttl);
-                PlannedLease { id: uuid::Uuid::now_v7().to_string(), ttl, expires_at: now + ttl }
+                let ttl = granted_ttl(role, request.ttl);
+                // Checked before: a bound role is only reached with an address.
+                let bind = role.bind.zip(request.address).map(|(binding, address)| binding.block(address));
+                PlannedLease { id: uuid::Uuid::now_v7().to_string(), ttl, expires_at: now + ttl, bind }
             })
             .collect();
         let last_expiry = planned.iter().map(|lease| lease.expires_at.unix_timestamp()).max().unwrap_or_default();
@@ -208,6 +220,7 @@ impl Broker {
                     backend: role.backend.as_str().to_owned(),
                     expires_at: lease.expires_at.unix_timestamp(),
                     max_per_job: role.max_exchanges_per_job,
+                    bound_to: lease.bind.map(|block| block.to_string()),
                 })
                 .collect(),
             ci,
@@ -240,9 +253,10 @@ impl Broker {
         address: Option<IpAddr>,
     ) -> Result<IssuedCredential, Error> {
         let lease_id = &lease.id;
+        let bind = lease.bind;
         let asked_at = OffsetDateTime::now_utc();
         let started = std::time::Instant::now();
-        let minted = self.mint_with_backend(job, role, lease.ttl).await;
+        let minted = self.mint_with_backend(job, role, lease.ttl, bind).await;
         crate::metrics::backend_call(role.backend.as_str(), "mint", started.elapsed(), minted.is_ok());
         let minted = match minted {
             Ok(minted) => minted,
@@ -293,28 +307,36 @@ impl Broker {
             handle: &minted.handle,
             expires_at: expires_at.unix_timestamp(),
             address,
+            bound_to: bind,
         });
         Ok(IssuedCredential {
             role: role.name.clone(),
             lease_id: lease_id.clone(),
             expires_at,
             credential: minted.credential,
+            bound_to: bind,
         })
     }
 
-    async fn mint_with_backend(&self, job: &Job, role: &Role, ttl: Duration) -> Result<Minted, backends::Error> {
+    async fn mint_with_backend(
+        &self,
+        job: &Job,
+        role: &Role,
+        ttl: Duration,
+        bind: Option<IpNet>,
+    ) -> Result<Minted, backends::Error> {
         match role.backend {
             BackendKind::Vault => {
                 let scope = role.vault.as_ref().ok_or(backends::Error::NotConfigured("vault"))?;
-                self.backends.vault()?.mint(MintRequest { job, role: &role.name, scope, ttl }).await
+                self.backends.vault()?.mint(MintRequest { job, role: &role.name, scope, ttl, bind }).await
             }
             BackendKind::Aws => {
                 let scope = role.aws.as_ref().ok_or(backends::Error::NotConfigured("aws"))?;
-                self.backends.aws()?.mint(MintRequest { job, role: &role.name, scope, ttl }).await
+                self.backends.aws()?.mint(MintRequest { job, role: &role.name, scope, ttl, bind }).await
             }
             BackendKind::Github => {
                 let scope = role.github.as_ref().ok_or(backends::Error::NotConfigured("github"))?;
-                self.backends.github()?.mint(MintRequest { job, role: &role.name, scope, ttl }).await
+                self.backends.github()?.mint(MintRequest { job, role: &role.name, scope, ttl, bind }).await
             }
         }
     }

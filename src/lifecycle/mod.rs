@@ -76,6 +76,10 @@ pub enum Error {
     /// A single-use tier's job whose runner cannot be told from others.
     #[error("runner tier `{tier}` is single-use, and this job's {fact} is unknown: {why}")]
     RunnerUnknown { tier: String, fact: &'static str, why: String },
+    /// A role bound to the job's address, asked where the address is not known: minting it
+    /// unbound would drop the binding silently.
+    #[error("role `{role}` binds its credentials to the job's address, and this exchange's address is not known")]
+    AddressUnknown { role: String },
     #[error("the webhook's signature or token is missing or wrong")]
     InvalidSignature,
     #[error("no webhook is configured at this path")]

@@ -50,10 +50,30 @@ pub async fn sweep(broker: &Broker) -> Result<(), crate::store::Error> {
             "sweep: expired leases and pruned records"
         );
     }
+    delete_unused_bound_roles(broker, now).await?;
     // Backend housekeeping logs its own failures: one unreachable backend must not stop the sweep.
     if broker.backends.aws.is_some() {
         let _lock = broker.store.lock(super::revocation::AWS_DENY_LISTS_LOCK).await?;
         broker.backends.prune().await;
+    }
+    Ok(())
+}
+
+/// Deletes the Vault token roles bound to address blocks that no lease uses any more: none of
+/// the block's leases is pending (being minted, its mint grace not yet ended) or active and
+/// unexpired. Not sooner: OpenBao refuses to renew a token whose role is gone
+/// (`backends/vault/bound.rs`), and the broker renews each token once to end its grace. An
+/// exchange that starts just after the store was read and mints through a role deleted just
+/// after may fail to end its grace: it is refused and may be retried, never left unbound.
+async fn delete_unused_bound_roles(broker: &Broker, now: i64) -> Result<(), crate::store::Error> {
+    let Some(vault) = &broker.backends.vault else { return Ok(()) };
+    if !broker.policy.roles().any(|role| role.vault.is_some() && role.bind.is_some()) {
+        return Ok(());
+    }
+    let in_use: Vec<ipnet::IpNet> =
+        broker.store.bound_blocks_in_use(now).await?.iter().filter_map(|block| block.parse().ok()).collect();
+    if let Err(error) = vault.delete_unused_bound_roles(&in_use).await {
+        tracing::warn!(%error, "deleting Vault token roles of address blocks no lease uses failed; retrying at the next sweep");
     }
     Ok(())
 }

@@ -19,6 +19,10 @@ pub struct RoleExplanation {
     pub granted: bool,
     pub allow: Vec<RuleExplanation>,
     pub deny: Vec<RuleExplanation>,
+    /// What the role's credentials are bound to (`bind_to_address`), e.g. "the job's address
+    /// block: /32 (IPv4), /128 (IPv6)"; `None` for an unbound role.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound_to: Option<String>,
 }
 
 /// One allow or deny rule: whether it matched, and each of its conditions.
@@ -61,6 +65,7 @@ impl PolicySet {
                 granted: false,
                 allow: Vec::new(),
                 deny: Vec::new(),
+                bound_to: None,
             };
         };
         let allow = found
@@ -81,7 +86,16 @@ impl PolicySet {
                 unnamed_trigger: None,
             })
             .collect();
-        RoleExplanation { role: found.name.clone(), defined: true, granted: found.grants(&ctx), allow, deny }
+        RoleExplanation {
+            role: found.name.clone(),
+            defined: true,
+            granted: found.grants(&ctx),
+            allow,
+            deny,
+            bound_to: found.bind.map(|binding| {
+                format!("the job's address block: /{} (IPv4), /{} (IPv6)", binding.prefix_v4, binding.prefix_v6)
+            }),
+        }
     }
 }
 

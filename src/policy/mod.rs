@@ -7,6 +7,8 @@ use std::collections::hash_map::Entry;
 use crate::job::Job;
 
 mod aws;
+mod aws_binding;
+mod binding;
 mod condition;
 mod decision;
 mod error;
@@ -27,6 +29,8 @@ mod vault;
 mod tests;
 
 pub use aws::{AWS_MAX_SESSION, AWS_MIN_SESSION, AWS_RESERVED_TAG_PREFIX, AwsScope};
+pub use aws_binding::bound_session_policy;
+pub use binding::AddressBinding;
 pub use decision::{Decision, RoleDenial};
 pub use error::Error;
 pub use explain::{ConditionCheck, RoleExplanation, RuleExplanation};

@@ -9,6 +9,8 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
 use super::aws::{AWS_MAX_SESSION, AWS_MIN_SESSION, AwsDoc, AwsScope};
+use super::aws_binding;
+use super::binding::{self, AddressBinding};
 use super::from_map::from_map;
 use super::github::{GITHUB_TOKEN_LIFETIME, GithubDoc, GithubScope};
 use super::rule::Rule;
@@ -47,6 +49,8 @@ pub struct Role {
     pub vault: Option<VaultScope>,
     pub aws: Option<AwsScope>,
     pub github: Option<GithubScope>,
+    /// Set when the role's credentials work only from the job's address block (`bind_to_address`).
+    pub bind: Option<AddressBinding>,
     pub allow: Vec<Rule>,
     pub deny: Vec<Rule>,
 }
@@ -78,6 +82,12 @@ struct RoleDoc {
     aws: Option<AwsDoc>,
     #[serde(default)]
     github: Option<GithubDoc>,
+    #[serde(default)]
+    bind_to_address: bool,
+    #[serde(default)]
+    bind_prefix: Option<u8>,
+    #[serde(default)]
+    bind_prefix_v6: Option<u8>,
     #[serde(default)]
     allow: Vec<Rule>,
     #[serde(default)]
@@ -144,6 +154,10 @@ impl<'de> Deserialize<'de> for RoleEntry {
                     doc.name
                 ));
             }
+            let bind = binding::check(&doc.name, doc.bind_to_address, doc.bind_prefix, doc.bind_prefix_v6)?;
+            if bind.is_some() {
+                check_bindable(&doc.name, vault.as_ref(), aws.as_ref(), github.is_some())?;
+            }
             Ok(RoleEntry(Role {
                 name: doc.name,
                 backend: doc.backend,
@@ -152,6 +166,7 @@ impl<'de> Deserialize<'de> for RoleEntry {
                 vault,
                 aws,
                 github,
+                bind,
                 allow: doc.allow,
                 deny: doc.deny,
             }))
@@ -165,6 +180,25 @@ pub const DEFAULT_MAX_EXCHANGES_PER_JOB: u32 = 10;
 
 fn default_max_exchanges_per_job() -> u32 {
     DEFAULT_MAX_EXCHANGES_PER_JOB
+}
+
+/// Whether the backend can honour `bind_to_address`: a github token cannot be bound, and a
+/// dynamic secret is read from the broker's address and is not bound by Vault.
+fn check_bindable(role: &str, vault: Option<&VaultScope>, aws: Option<&AwsScope>, github: bool) -> Result<(), String> {
+    if github {
+        return Err(format!(
+            "role `{role}`: `bind_to_address` cannot hold for a github role: GitHub App installation tokens cannot be bound to an address; hint: remove `bind_to_address`, job-end revocation still applies"
+        ));
+    }
+    if vault.is_some_and(|scope| scope.secret_path.is_some()) {
+        return Err(format!(
+            "role `{role}`: `bind_to_address` cannot hold with `vault.secret_path`: the broker reads the dynamic secret with the job's token from its own address, and Vault does not bind the secret itself to any address; hint: bind a role without a dynamic secret, or drop `bind_to_address`"
+        ));
+    }
+    if let Some(scope) = aws {
+        aws_binding::check_fits(role, scope.session_policy.as_deref())?;
+    }
+    Ok(())
 }
 
 fn missing_section(role: &str, backend: &str, example: &str) -> String {

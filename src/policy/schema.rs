@@ -51,6 +51,19 @@ struct RoleShape {
     aws: Option<AwsShape>,
     #[serde(default)]
     github: Option<GithubShape>,
+    /// The credentials work only from the job's address block: a Vault token through a token
+    /// role with `token_bound_cidrs`, an AWS session through an `aws:SourceIp` condition. Not for
+    /// github roles, nor a vault role with `secret_path`.
+    #[serde(default)]
+    bind_to_address: bool,
+    /// The IPv4 block's prefix length: 32 binds the one address, 24 a NAT pool's /24.
+    #[serde(default)]
+    #[schemars(range(min = 8, max = 32))]
+    bind_prefix: Option<u8>,
+    /// The IPv6 block's prefix length: 128 binds the one address, 64 a subnet.
+    #[serde(default)]
+    #[schemars(range(min = 32, max = 128))]
+    bind_prefix_v6: Option<u8>,
     /// Granted when ANY rule matches; a rule matches when ALL its conditions hold.
     allow: Vec<AllowRuleShape>,
     /// Any matching deny rule refuses the role, whatever `allow` says.
@@ -200,5 +213,20 @@ mod tests {
         in_schema.sort_unstable();
         in_parser.sort_unstable();
         assert_eq!(in_schema, in_parser);
+    }
+
+    #[test]
+    fn states_the_binding_keys_with_the_prefixes_the_parser_accepts() {
+        let schema: serde_json::Value = serde_json::from_str(&super::json_schema()).unwrap();
+        let role = &schema["$defs"]["RoleShape"]["properties"];
+        assert_eq!(role["bind_to_address"]["type"], "boolean");
+        assert_eq!(
+            (role["bind_prefix"]["minimum"].as_u64(), role["bind_prefix"]["maximum"].as_u64()),
+            (Some(8), Some(32))
+        );
+        assert_eq!(
+            (role["bind_prefix_v6"]["minimum"].as_u64(), role["bind_prefix_v6"]["maximum"].as_u64()),
+            (Some(32), Some(128))
+        );
     }
 }

@@ -67,6 +67,9 @@ fn render_role(text: &mut String, role: &RoleExplanation) {
         (true, false) => "denied",
     };
     let _ = writeln!(text, "\nrole {}: {verdict}", role.role);
+    if let Some(bound_to) = &role.bound_to {
+        let _ = writeln!(text, "  credentials bound to {bound_to}");
+    }
     if role.defined && role.allow.is_empty() {
         let _ = writeln!(text, "  (no allow rule: never granted)");
     }

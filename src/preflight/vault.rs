@@ -64,7 +64,9 @@ pub async fn check(config: &VaultConfig, policy: Option<&PolicySet>, http: HttpC
     if !lookup_ok {
         return findings;
     }
-    findings.push(vault.capabilities().await);
+    // Roles bound to the job's address mint through token roles the broker writes per block.
+    let binds = roles(policy).any(|role| role.vault.is_some() && role.bind.is_some());
+    findings.push(vault.capabilities(binds.then_some(config.token_role.as_deref())).await);
     let trials = roles(policy)
         .filter_map(|role| role.vault.as_ref().map(|scope| (role.name.as_str(), scope)))
         .map(|(name, scope)| vault.trial(name, &scope.policies, scope.secret_path.as_deref()));
@@ -212,9 +214,28 @@ impl Vault {
     }
 
     /// Update (or root) on token create, revoke-accessor and renew-accessor.
-    async fn capabilities(&self) -> Finding {
+    /// The token's capabilities on what exchanges and revocations call; with `bound` (roles with
+    /// `bind_to_address`, and the configured token role if any), also on what minting a bound
+    /// token calls: reading the token role, writing a bound role, creating a token through it
+    /// (asked of one example block's role name, which the policy's glob covers).
+    async fn capabilities(&self, bound: Option<Option<&str>>) -> Finding {
         let item = "vault capabilities";
-        let paths = [self.create.as_str(), REVOKE_ACCESSOR, RENEW_ACCESSOR];
+        let mut needed: Vec<(String, &'static str)> = [self.create.as_str(), REVOKE_ACCESSOR, RENEW_ACCESSOR]
+            .into_iter()
+            .map(|path| (path.to_owned(), "update"))
+            .collect();
+        if let Some(token_role) = bound {
+            let example = format!("{}-bound-192-0-2-1-32", token_role.unwrap_or("ci-creds"));
+            if let Some(role) = token_role {
+                needed.push((format!("auth/token/roles/{role}"), "read"));
+            }
+            needed.push((format!("auth/token/roles/{example}"), "create"));
+            needed.push((format!("auth/token/roles/{example}"), "update"));
+            needed.push((format!("auth/token/roles/{example}"), "delete"));
+            needed.push(("auth/token/roles".to_owned(), "list"));
+            needed.push((format!("auth/token/create/{example}"), "update"));
+        }
+        let paths: Vec<&str> = needed.iter().map(|(path, _)| path.as_str()).collect();
         let body = json!({ "paths": paths });
         let answer = match self.post("sys/capabilities-self", &self.token, &body).await {
             Ok((status, body)) if status.is_success() => {
@@ -235,19 +256,21 @@ impl Vault {
         };
         let mut missing = Vec::new();
         let mut granted = Vec::new();
-        for path in paths {
+        for (path, capability) in &needed {
             let capabilities = path_capabilities(&answer, path);
-            if capabilities.iter().any(|c| c == "update" || c == "root") {
-                granted.push(format!("{path} ({})", capabilities.join(", ")));
+            if capabilities.iter().any(|c| c == capability || c == "root") {
+                if !granted.iter().any(|line: &String| line.starts_with(&format!("{path} ("))) {
+                    granted.push(format!("{path} ({})", capabilities.join(", ")));
+                }
             } else {
-                missing.push(path);
+                missing.push(format!("{capability} on {path}"));
             }
         }
         if !missing.is_empty() {
-            let paths = missing.join(" and ");
+            let missing = missing.join(" and ");
             return Finding::failed(
                 item,
-                format!("token lacks update on {paths}"),
+                format!("token lacks {missing}"),
                 "grant it in the broker's policy (deploy/vault/ci-creds-broker.hcl, docs/vault.md)",
             );
         }

@@ -99,6 +99,9 @@ pub struct NewLease {
     /// The most leases of this role one job may have (`max_exchanges_per_job`); 0 is no cap.
     /// Every lease of the role counts, whatever its state: each exchange writes one.
     pub max_per_job: u32,
+    /// The address block the credential is bound to (`a.b.c.d/n`), for a role with
+    /// `bind_to_address`.
+    pub bound_to: Option<String>,
 }
 
 /// A token an exchange spends: its issuer is the job's.

@@ -292,10 +292,18 @@ async fn insert_leases(tx: &mut AnyConnection, leases: &[(&NewLeases, &NewLease)
         return Ok(());
     }
     let sql = format!(
-        "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at)
+        "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at, bound_to)
          VALUES {}",
-        values(leases.len(), 6, 2, |p| {
-            format!("(${p}, ${}, ${}, ${}, ${}, NULL, 'pending', $1, ${}, $1)", p + 1, p + 2, p + 3, p + 4, p + 5)
+        values(leases.len(), 7, 2, |p| {
+            format!(
+                "(${p}, ${}, ${}, ${}, ${}, NULL, 'pending', $1, ${}, $1, ${})",
+                p + 1,
+                p + 2,
+                p + 3,
+                p + 4,
+                p + 5,
+                p + 6
+            )
         })
     );
     let mut query = sqlx::query(&sql).persistent(false).bind(now);
@@ -306,7 +314,8 @@ async fn insert_leases(tx: &mut AnyConnection, leases: &[(&NewLeases, &NewLease)
             .bind(begin.job_id.as_str())
             .bind(lease.role.as_str())
             .bind(lease.backend.as_str())
-            .bind(lease.expires_at);
+            .bind(lease.expires_at)
+            .bind(lease.bound_to.as_deref());
     }
     query.execute(&mut *tx).await?;
     Ok(())

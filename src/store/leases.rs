@@ -145,6 +145,19 @@ impl Store {
         Ok(())
     }
 
+    /// The address blocks of leases whose credentials may still be used or renewed: pending
+    /// (being minted, or its mint grace not yet ended) or active and unexpired.
+    pub async fn bound_blocks_in_use(&self, now: i64) -> Result<Vec<String>, Error> {
+        let blocks = sqlx::query_scalar(
+            "SELECT DISTINCT bound_to FROM leases WHERE bound_to IS NOT NULL
+             AND (state = 'pending' OR (state = 'active' AND expires_at > $1))",
+        )
+        .bind(now)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(blocks)
+    }
+
     pub async fn count_leases(&self, state: LeaseState) -> Result<i64, Error> {
         let count = sqlx::query_scalar("SELECT COUNT(*) FROM leases WHERE state = $1")
             .bind(state.as_str())

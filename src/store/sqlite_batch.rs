@@ -48,8 +48,8 @@ const SEE_JOB: &str = "INSERT INTO jobs (issuer, job_id, repository, state, firs
 const COUNT_ROLE_LEASES: &str = "SELECT COUNT(*) FROM leases WHERE issuer = $1 AND job_id = $2 AND role = $3";
 
 const INSERT_LEASE: &str =
-    "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at)
- VALUES ($1, $2, $3, $4, $5, NULL, 'pending', $6, $7, $6)";
+    "INSERT INTO leases (id, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at, bound_to)
+ VALUES ($1, $2, $3, $4, $5, NULL, 'pending', $6, $7, $6, $8)";
 
 /// A pending lease becomes active, with its handle; the credential's expiry replaces the lease's
 /// if later. Whether it changed a row says whether the lease was pending: no RETURNING, which
@@ -214,7 +214,16 @@ fn begin_leases(tx: &Connection, new: &NewLeases, now: i64) -> Result<LeaseBegun
     }
     let mut insert = tx.prepare_cached(INSERT_LEASE)?;
     for lease in &new.leases {
-        insert.execute(params![lease.id, new.issuer, new.job_id, lease.role, lease.backend, now, lease.expires_at])?;
+        insert.execute(params![
+            lease.id,
+            new.issuer,
+            new.job_id,
+            lease.role,
+            lease.backend,
+            now,
+            lease.expires_at,
+            lease.bound_to
+        ])?;
     }
     Ok(LeaseBegun::Begun)
 }
@@ -273,7 +282,7 @@ mod tests {
             .execute_batch(
                 "CREATE TABLE exchanged_tokens (issuer, token_id, expires_at, PRIMARY KEY (issuer, token_id));
                  CREATE TABLE jobs (issuer, job_id, repository, state, first_seen_at, keep_until, ci_api_locator, last_asked_at, runner, address, PRIMARY KEY (issuer, job_id));
-                 CREATE TABLE leases (id PRIMARY KEY, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at);",
+                 CREATE TABLE leases (id PRIMARY KEY, issuer, job_id, role, backend, handle, state, created_at, expires_at, updated_at, bound_to);",
             )
             .unwrap();
         for sql in [

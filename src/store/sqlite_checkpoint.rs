@@ -80,6 +80,7 @@ mod tests {
                 backend: "vault".into(),
                 expires_at: far,
                 max_per_job: 0,
+                bound_to: None,
             };
             let leases = NewLeases {
                 issuer: "github".into(),

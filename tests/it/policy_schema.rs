@@ -48,6 +48,16 @@ fn shapes_the_parser_refuses_are_invalid() {
             "exchange cap as text",
             format!("{role}issuer: github\n").replace("max_ttl: 5m", "max_ttl: 5m\n    max_exchanges_per_job: ten"),
         ),
+        (
+            "a binding to a /4",
+            format!("{role}issuer: github\n")
+                .replace("    allow:", "    bind_to_address: true\n    bind_prefix: 4\n    allow:"),
+        ),
+        (
+            "a binding to a /16 of IPv6",
+            format!("{role}issuer: github\n")
+                .replace("    allow:", "    bind_to_address: true\n    bind_prefix_v6: 16\n    allow:"),
+        ),
     ] {
         assert!(!validator.is_valid(&yaml(&text)), "{what} must be invalid");
         let files = [ci_creds::policy::PolicyFile { path: "p.yaml", text: &text }];

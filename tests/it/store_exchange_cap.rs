@@ -25,6 +25,7 @@ fn capped(id: &str, job_id: &str, role: &str, max: u32, jti: &str) -> NewLeases 
             backend: "vault".into(),
             expires_at: far,
             max_per_job: max,
+            bound_to: None,
         }],
         address: Some("203.0.113.9".into()),
         ..lease(id, job_id, far)
@@ -61,6 +62,7 @@ async fn refuses_a_write_past_a_roles_cap_and_leaves_its_token_unspent(subject: 
                 backend: "vault".into(),
                 expires_at: now() + 3600,
                 max_per_job: 5,
+                bound_to: None,
             },
             NewLease {
                 id: "l8".into(),
@@ -68,6 +70,7 @@ async fn refuses_a_write_past_a_roles_cap_and_leaves_its_token_unspent(subject: 
                 backend: "vault".into(),
                 expires_at: now() + 3600,
                 max_per_job: 3,
+                bound_to: None,
             },
         ],
         ..capped("l7", "1", "read", 5, "jti:7")

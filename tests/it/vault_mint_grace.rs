@@ -40,7 +40,7 @@ fn backend(bao: &Bao) -> Backends {
 async fn mint(backends: &Backends, scope: &VaultScope, ttl: Duration) -> Minted {
     let job =
         Job { issuer: "github".into(), job_id: "7".into(), repository: "octo-org/octo-repo".into(), ..Job::default() };
-    let request = MintRequest { job: &job, role: "deploy-prod", scope, ttl };
+    let request = MintRequest { job: &job, role: "deploy-prod", scope, ttl, bind: None };
     backends.vault().unwrap().mint(request).await.expect("minted")
 }
 

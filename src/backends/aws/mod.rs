@@ -54,10 +54,20 @@ impl AwsBackend {
             loader = loader.endpoint_url(endpoint);
         }
         let shared = loader.load().await;
+        Self::with_shared_config(&shared, &config.region, role_arns)
+    }
+
+    /// A backend acting with the identity, endpoint and timeouts of `shared`, an AWS SDK
+    /// configuration made by the caller (what [`AwsBackend::new`] loads from the standard chain).
+    pub fn with_shared_config<'a>(
+        shared: &aws_config::SdkConfig,
+        region: &str,
+        role_arns: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self, Error> {
         let backend = Self {
-            sts: aws_sdk_sts::Client::new(&shared),
-            iam: aws_sdk_iam::Client::new(&shared),
-            region: config.region.clone(),
+            sts: aws_sdk_sts::Client::new(shared),
+            iam: aws_sdk_iam::Client::new(shared),
+            region: region.to_owned(),
             roles: Mutex::default(),
         };
         for arn in role_arns {

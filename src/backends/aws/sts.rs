@@ -6,7 +6,7 @@ use secrecy::SecretString;
 use super::naming::{job_tags, source_identity};
 use super::{AwsBackend, NAME, error::classify};
 use crate::backends::{Credential, Error, MintRequest, Minted, RevokeHandle};
-use crate::policy::{AWS_MAX_SESSION, AWS_MIN_SESSION, AwsScope};
+use crate::policy::{AWS_MAX_SESSION, AWS_MIN_SESSION, AwsScope, bound_session_policy};
 
 impl AwsBackend {
     pub(super) async fn assume_role(&self, request: MintRequest<'_, AwsScope>) -> Result<Minted, Error> {
@@ -20,6 +20,16 @@ impl AwsBackend {
             .map(|(key, value)| Tag::builder().key(key).value(value).build())
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| Error::Refused { backend: NAME, code: "InvalidTag".into(), reason: e.to_string() })?;
+        let policy =
+            match request.bind {
+                None => scope.session_policy.clone(),
+                // Checked when the policy loaded: it binds, and fits STS's size limit.
+                Some(block) => {
+                    Some(bound_session_policy(scope.session_policy.as_deref(), block).map_err(|reason| {
+                        Error::Refused { backend: NAME, code: "SessionPolicyUnbindable".into(), reason }
+                    })?)
+                }
+            };
         let answer = self
             .sts
             .assume_role()
@@ -27,7 +37,7 @@ impl AwsBackend {
             .role_session_name(&identity)
             .source_identity(&identity)
             .set_tags(Some(tags))
-            .set_policy(scope.session_policy.clone())
+            .set_policy(policy)
             .duration_seconds(i32::try_from(duration).unwrap_or(i32::MAX))
             .send()
             .await

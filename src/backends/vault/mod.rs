@@ -2,6 +2,7 @@
 //! the job; revoked by accessor. The broker's own token comes from [`login`]. A job's token lives
 //! only a short grace until its accessor is recorded (`mint_grace.rs`).
 
+mod bound;
 mod login;
 mod mint_grace;
 
@@ -36,6 +37,8 @@ pub struct VaultBackend {
     timeout: Duration,
     /// How long a job's token lives until its accessor is recorded and it is extended.
     mint_grace: Duration,
+    /// Token roles bound to address blocks, for roles with `bind_to_address`.
+    bound: bound::BoundRoles,
 }
 
 /// `auth/token/create`'s body: exactly the role's policies, its TTL, metadata naming the job.
@@ -102,7 +105,8 @@ impl VaultBackend {
         let renew_accessor = url("auth/token/renew-accessor")?;
         let timeout = Duration::from_secs(config.timeout_seconds);
         let mint_grace = Duration::from_secs(config.mint_grace_seconds);
-        Ok(Self { address, http, token_create, revoke_accessor, renew_accessor, login, timeout, mint_grace })
+        let bound = bound::BoundRoles::new(&address, config.token_role.as_deref())?;
+        Ok(Self { address, http, token_create, revoke_accessor, renew_accessor, login, timeout, mint_grace, bound })
     }
 
     /// The broker's login, for `serve` to keep alive.
@@ -110,13 +114,11 @@ impl VaultBackend {
         &self.login
     }
 
-    /// Creates the job's token: its secret and its accessor.
-    async fn create_token(&self, body: &TokenCreate<'_>) -> Result<CreatedAuth, Error> {
+    /// Creates the job's token at `url`: its secret and its accessor.
+    async fn create_token(&self, url: &Url, body: &TokenCreate<'_>) -> Result<CreatedAuth, Error> {
         let answer = self
             .login
-            .with_token(
-                |token| async move { self.post_as_broker(&self.token_create, &token, body, MAX_TOKEN_BYTES).await },
-            )
+            .with_token(|token| async move { self.post_as_broker(url, &token, body, MAX_TOKEN_BYTES).await })
             .await?;
         let created: TokenCreated = serde_json::from_slice(&answer).map_err(|e| Error::Unavailable {
             backend: NAME,
@@ -184,6 +186,23 @@ impl VaultBackend {
     }
 }
 
+impl VaultBackend {
+    /// Creates a token through the role bound to `block`. A role this process made that Vault
+    /// no longer knows (deleted by hand) is made again, once.
+    async fn create_bound_token(&self, block: ipnet::IpNet, body: &TokenCreate<'_>) -> Result<CreatedAuth, Error> {
+        let url = self.bound_create_url(block).await?;
+        match self.create_token(&url, body).await {
+            // OpenBao answers 400 "unknown role" for a token create through a missing role.
+            Err(Error::Refused { code, reason, .. }) if code == "HTTP 400" && reason.contains("unknown role") => {
+                self.bound.forget(block);
+                let url = self.bound_create_url(block).await?;
+                self.create_token(&url, body).await
+            }
+            other => other,
+        }
+    }
+}
+
 /// Larger than any dynamic secret's answer.
 const MAX_SECRET_BYTES: usize = 256 * 1024;
 
@@ -197,25 +216,27 @@ impl Backend for VaultBackend {
         let max_ttl = format!("{}s", lifetime.max_seconds);
         let display_name = format!("ci-creds-{}", request.role);
         let created = std::time::Instant::now();
-        let auth = self
-            .create_token(&TokenCreate {
-                policies: &request.scope.policies,
-                meta: TokenMeta {
-                    issuer: &job.issuer,
-                    job_id: &job.job_id,
-                    repository: &job.repository,
-                    role: request.role,
-                    git_ref: job.git_ref.as_deref(),
-                },
-                no_default_policy: true,
-                ttl: &ttl,
-                explicit_max_ttl: &max_ttl,
-                // Renewable only so that the broker can end its grace: the explicit max TTL is
-                // the role's, and no renewal, the job's own included, passes it.
-                renewable: lifetime.extend,
-                display_name: &display_name,
-            })
-            .await?;
+        let body = TokenCreate {
+            policies: &request.scope.policies,
+            meta: TokenMeta {
+                issuer: &job.issuer,
+                job_id: &job.job_id,
+                repository: &job.repository,
+                role: request.role,
+                git_ref: job.git_ref.as_deref(),
+            },
+            no_default_policy: true,
+            ttl: &ttl,
+            explicit_max_ttl: &max_ttl,
+            // Renewable only so that the broker can end its grace: the explicit max TTL is
+            // the role's, and no renewal, the job's own included, passes it.
+            renewable: lifetime.extend,
+            display_name: &display_name,
+        };
+        let auth = match request.bind {
+            None => self.create_token(&self.token_create, &body).await?,
+            Some(block) => self.create_bound_token(block, &body).await?,
+        };
         let token = SecretString::from(auth.client_token);
         let handle = RevokeHandle::Vault { accessor: auth.accessor.clone() };
         let secret = match &request.scope.secret_path {

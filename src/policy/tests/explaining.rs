@@ -45,6 +45,7 @@ fn lists_every_condition_with_both_values() {
                 conditions: vec![check("claims.actor", Some("octocat"), &["dependabot[bot]"], false)],
                 unnamed_trigger: None,
             }],
+            bound_to: None,
         }
     );
 }

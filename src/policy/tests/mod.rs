@@ -3,6 +3,8 @@
 
 mod allow_issuer;
 mod aws_roles;
+mod binding;
+mod binding_aws;
 mod deciding;
 mod explaining;
 mod github_roles;

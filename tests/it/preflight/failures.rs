@@ -106,8 +106,12 @@ async fn a_webhook_whose_secret_env_is_unset_fails() {
 }
 
 async fn with_vault(bao: &Bao, token: &str) -> Setup {
+    with_vault_and_policy(bao, token, POLICY).await
+}
+
+async fn with_vault_and_policy(bao: &Bao, token: &str, policy: &str) -> Setup {
     bao.put_policy("read-config", READ_CONFIG_HCL).await;
-    let (mut setup, github) = with_issuer(POLICY).await;
+    let (mut setup, github) = with_issuer(policy).await;
     std::mem::forget(github);
     setup
         .section(&format!(
@@ -189,4 +193,52 @@ async fn a_config_that_does_not_load_exits_2_naming_the_key() {
     assert_eq!(checked.code, 2, "{}", checked.stderr);
     assert!(checked.stdout.is_empty());
     assert!(checked.stderr.contains("token_envv"), "{}", checked.stderr);
+}
+
+const BOUND_ROLE: &str = r#"
+roles:
+  - name: read-config-bound
+    backend: vault
+    max_ttl: 5m
+    bind_to_address: true
+    vault: { policies: [read-config] }
+    allow: [ { issuer: github, repository_id: "74" } ]
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bound_role_needs_writing_and_minting_through_bound_token_roles() {
+    let bao = Bao::start().await;
+    shipped_broker_policy(&bao).await;
+    let shipped = crate::support::login_stack::shipped_policy();
+    let unbound_only =
+        shipped.replace("path \"auth/token/create/ci-creds-job-bound-*\"", "path \"auth/token/create/other-*\"");
+    assert_ne!(unbound_only, shipped);
+    bao.put_policy("broker-unbound-only", &unbound_only).await;
+
+    let token = broker_token(&bao, &["ci-creds-broker"]).await;
+    let checked = with_vault_and_policy(&bao, &token, BOUND_ROLE).await.check(&[]).await;
+    assert_eq!(checked.status("vault capabilities"), "ok", "the shipped policy suffices: {}", checked.stdout);
+    assert!(
+        checked.line("vault capabilities").contains("auth/token/create/ci-creds-job-bound-192-0-2-1-32"),
+        "{}",
+        checked.stdout
+    );
+
+    let token = broker_token(&bao, &["broker-unbound-only"]).await;
+    let checked = with_vault_and_policy(&bao, &token, BOUND_ROLE).await.check(&[]).await;
+    assert_eq!(checked.status("vault capabilities"), "failed", "{}", checked.stdout);
+    assert!(
+        checked
+            .line("vault capabilities")
+            .contains("token lacks update on auth/token/create/ci-creds-job-bound-192-0-2-1-32"),
+        "{}",
+        checked.stdout
+    );
+
+    let checked =
+        with_vault_and_policy(&bao, &token, &BOUND_ROLE.replace("bind_to_address: true", "bind_to_address: false"))
+            .await
+            .check(&[])
+            .await;
+    assert_eq!(checked.status("vault capabilities"), "ok", "unbound roles ask nothing more: {}", checked.stdout);
 }

@@ -11,6 +11,7 @@ pub mod ci_job;
 pub mod crash;
 pub mod ecdsa;
 pub mod github_api;
+pub mod in_process;
 pub mod jenkins;
 pub mod kubernetes;
 pub mod login_stack;

@@ -53,6 +53,7 @@ pub fn lease(id: &str, job_id: &str, expires_at: i64) -> NewLeases {
             backend: "vault".into(),
             expires_at,
             max_per_job: 0,
+            bound_to: None,
         }],
         ci: Default::default(),
         address: None,
