@@ -205,6 +205,9 @@ impl Config {
         if self.lifecycle.fleet_refresh_interval < std::time::Duration::from_secs(1) {
             return Err(invalid("lifecycle.fleet_refresh_interval", "must be at least 1s"));
         }
+        if self.lifecycle.ci_credentials_interval < std::time::Duration::from_secs(1) {
+            return Err(invalid("lifecycle.ci_credentials_interval", "must be at least 1s"));
+        }
         if self.lifecycle.sweep_interval.is_zero() {
             return Err(invalid("lifecycle.sweep_interval", "must be positive"));
         }

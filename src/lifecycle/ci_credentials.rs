@@ -1,5 +1,6 @@
 //! The CI APIs' read credentials, watched while the broker serves: each `[ci_api.<issuer>]` is
-//! asked, at start and then hourly, by the cheap call its CI's folder names (the one `ci-creds
+//! asked, a minute after start and then every `lifecycle.ci_credentials_interval` (an hour by
+//! default), by the cheap call its CI's folder names (the one `ci-creds
 //! check` makes), and where the answer tells the credentials' expiry (a GitHub token's
 //! `github-authentication-token-expiration` header, a GitLab token's `expires_at`) it becomes a
 //! metric, with a warning in the log for the last 14 days.
@@ -18,14 +19,18 @@ use super::Broker;
 use crate::ci_api::CiApi;
 use crate::{clock, metrics};
 
-const CHECK_EVERY: Duration = Duration::from_secs(3600);
+/// The first check waits this long (or one interval, if shorter): a broker restarted in a loop
+/// does not ask the CI at each start, and `ci-creds check` is the check at deployment.
+const FIRST_CHECK_AFTER: Duration = Duration::from_secs(60);
 const WARN_WITHIN: i64 = 14 * 24 * 3600;
 
 pub async fn run(broker: Arc<Broker>) {
     if broker.ci_apis.is_empty() {
         return;
     }
-    let mut ticks = tokio::time::interval(CHECK_EVERY);
+    let every = broker.lifecycle.ci_credentials_interval;
+    let first = tokio::time::Instant::now() + FIRST_CHECK_AFTER.min(every);
+    let mut ticks = tokio::time::interval_at(first, every);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;

@@ -116,6 +116,10 @@ pub struct LifecycleConfig {
     /// How often the fleet report's figures on `/metrics` are recomputed, in the background.
     #[serde(default = "default_fleet_refresh", deserialize_with = "crate::duration::human")]
     pub fleet_refresh_interval: Duration,
+    /// How often each CI API's read credentials are asked for their expiry
+    /// (`ci_credentials.rs`).
+    #[serde(default = "default_ci_credentials", deserialize_with = "crate::duration::human")]
+    pub ci_credentials_interval: Duration,
 }
 
 impl Default for LifecycleConfig {
@@ -128,8 +132,13 @@ impl Default for LifecycleConfig {
             reconcile_after: default_reconcile(),
             runner_retention: default_runner_retention(),
             fleet_refresh_interval: default_fleet_refresh(),
+            ci_credentials_interval: default_ci_credentials(),
         }
     }
+}
+
+fn default_ci_credentials() -> Duration {
+    Duration::from_secs(3600)
 }
 
 fn default_retention() -> Duration {

@@ -16,12 +16,15 @@ async fn a_personal_access_token_s_expiry_is_a_metric_and_its_last_days_a_warnin
         OffsetDateTime::now_utc().replace_nanosecond(0).unwrap() + time::Duration::days(9) + time::Duration::hours(12);
     let header = expires.format(format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC")).unwrap();
     api.set_personal_token("github_pat_nine_days_and_a_half", Some(header));
-    let config = format!("[ci_api.github]\napi_url = \"{}\"\ntoken_env = \"TEST_CI_API_PAT\"\n", api.url);
+    let config = format!(
+        "[lifecycle]\nci_credentials_interval = \"1s\"\n[ci_api.github]\napi_url = \"{}\"\ntoken_env = \"TEST_CI_API_PAT\"\n",
+        api.url
+    );
     let stack =
         Stack::start_with(&config, "", vec![("TEST_CI_API_PAT", "github_pat_nine_days_and_a_half".to_owned())]).await;
 
     let mut gauge = None;
-    for _ in 0..50 {
+    for _ in 0..100 {
         let (_, metrics) = stack.broker.get_text("/metrics").await;
         gauge = metrics.lines().find_map(|line| {
             line.strip_prefix("ci_creds_ci_api_credentials_expiry_timestamp_seconds{issuer=\"github\"} ")

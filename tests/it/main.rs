@@ -24,6 +24,7 @@ mod dev_token;
 mod doc_links;
 mod exchange_address;
 mod exchange_aws;
+mod exchange_bound;
 mod exchange_cap;
 mod exchange_refusals;
 mod exchange_replay;

@@ -4,8 +4,6 @@
 //! 127.0.0.5 and from 127.0.0.6. Linux routes all of 127/8 to `lo`, so OpenBao on 127.0.0.1
 //! sees each request's own source address.
 
-use std::net::IpAddr;
-
 use ci_creds::backends::Credential;
 use ci_creds::lifecycle::sweeper::sweep;
 use ci_creds::lifecycle::{Error, ExchangeRequest, Exchanged};
@@ -78,20 +76,6 @@ fn vault_token(exchanged: &Exchanged) -> (String, String) {
     }
 }
 
-/// What OpenBao answers to a read of the job's secret sent from `from`: status and `errors`.
-async fn read_secret_from(bao: &Bao, token: &str, from: &str) -> (u16, Value) {
-    let from: IpAddr = from.parse().unwrap();
-    let client = reqwest::Client::builder().local_address(from).build().unwrap();
-    let response = client
-        .get(format!("{}/v1/secret/data/config/app", bao.address))
-        .header("X-Vault-Token", token)
-        .send()
-        .await
-        .expect("OpenBao answers");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
 /// The audit event `credential.minted` of `lease_id`.
 async fn minted_event(setup: &Setup, lease_id: &str) -> Value {
     let mut found = None;
@@ -132,10 +116,10 @@ async fn a_bound_token_reads_its_secret_from_the_jobs_address_and_nowhere_else()
     let minted = minted_event(&setup, &exchanged.credentials[0].lease_id).await;
     assert_eq!(minted["bound_to"], "127.0.0.5/32", "{minted}");
 
-    let (status, secret) = read_secret_from(&setup.bao, &token, "127.0.0.5").await;
+    let (status, secret) = setup.bao.read_secret_from(&token, "127.0.0.5").await;
     assert_eq!(status, 200, "{secret}");
     assert_eq!(secret["data"]["data"]["colour"], "blue");
-    let (status, refused) = read_secret_from(&setup.bao, &token, "127.0.0.6").await;
+    let (status, refused) = setup.bao.read_secret_from(&token, "127.0.0.6").await;
     assert_eq!(status, 403, "{refused}");
     assert!(refused.to_string().contains("permission denied"), "{refused}");
 
@@ -163,7 +147,7 @@ async fn an_unbound_token_works_from_both_addresses() {
     assert!(minted.get("bound_to").is_none(), "an unbound credential says nothing of binding: {minted}");
     let (token, _) = vault_token(&exchanged);
     for from in ["127.0.0.5", "127.0.0.6"] {
-        let (status, answer) = read_secret_from(&setup.bao, &token, from).await;
+        let (status, answer) = setup.bao.read_secret_from(&token, from).await;
         assert_eq!(status, 200, "from {from}: {answer}");
     }
     assert_eq!(bound_roles(&setup.bao).await, Vec::<String>::new(), "no bound role made");
@@ -178,8 +162,8 @@ async fn jobs_from_one_block_share_its_role_and_another_block_gets_its_own() {
     assert_eq!(bound_roles(&setup.bao).await, vec![format!("{TOKEN_ROLE}-bound-127-0-0-0-24")]);
     for exchanged in [&first, &second] {
         let (token, _) = vault_token(exchanged);
-        assert_eq!(read_secret_from(&setup.bao, &token, "127.0.0.7").await.0, 200, "anywhere in the /24");
-        assert_eq!(read_secret_from(&setup.bao, &token, "127.0.1.5").await.0, 403, "not outside it");
+        assert_eq!(setup.bao.read_secret_from(&token, "127.0.0.7").await.0, 200, "anywhere in the /24");
+        assert_eq!(setup.bao.read_secret_from(&token, "127.0.1.5").await.0, 403, "not outside it");
     }
 
     exchange(&setup, "read-config-bound", "127.0.0.5", "1003").await;
@@ -218,8 +202,8 @@ async fn a_role_made_again_after_it_was_deleted_by_hand() {
     assert!(status < 300);
     let exchanged = exchange(&setup, "read-config-bound", "127.0.0.5", "2002").await;
     let (token, _) = vault_token(&exchanged);
-    assert_eq!(read_secret_from(&setup.bao, &token, "127.0.0.5").await.0, 200);
-    assert_eq!(read_secret_from(&setup.bao, &token, "127.0.0.6").await.0, 403);
+    assert_eq!(setup.bao.read_secret_from(&token, "127.0.0.5").await.0, 200);
+    assert_eq!(setup.bao.read_secret_from(&token, "127.0.0.6").await.0, 403);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -245,6 +229,6 @@ async fn a_bound_role_is_deleted_once_no_live_lease_of_its_block_remains() {
     let third = exchange(&setup, "read-config-bound", "127.0.0.5", "3003").await;
     assert_eq!(bound_roles(&setup.bao).await, vec![role]);
     let (token, _) = vault_token(&third);
-    assert_eq!(read_secret_from(&setup.bao, &token, "127.0.0.5").await.0, 200);
-    assert_eq!(read_secret_from(&setup.bao, &token, "127.0.0.6").await.0, 403);
+    assert_eq!(setup.bao.read_secret_from(&token, "127.0.0.5").await.0, 200);
+    assert_eq!(setup.bao.read_secret_from(&token, "127.0.0.6").await.0, 403);
 }

@@ -20,13 +20,13 @@ use crate::support::login_stack::{
 const MINUTE: Duration = Duration::from_secs(60);
 const EVERY: Duration = Duration::from_secs(3);
 
-/// Exchanges every few seconds for a minute, the last one at its end; all must be granted. The
-/// last job token minted.
+/// Exchanges every few seconds for a minute, each a job's of its own, the last one at its end; all
+/// must be granted. The last job token minted.
 async fn exchange_for_a_minute(stack: &LoginStack) -> (String, String) {
     let started = Instant::now();
     let mut granted = 0;
     loop {
-        let minted = stack.exchange().await.unwrap_or_else(|(status, answer)| {
+        let minted = stack.exchange_as_job(&format!("{}", 7100 + granted)).await.unwrap_or_else(|(status, answer)| {
             panic!(
                 "exchange {} at {:?} answered {status} {answer}; broker log:\n{}",
                 granted + 1,

@@ -121,6 +121,22 @@ impl Bao {
         tokens
     }
 
+    /// What OpenBao answers to a read of the KV secret `config/app` with `token`, sent from the
+    /// loopback address `from` (Linux routes all of 127/8 to `lo`, so OpenBao on 127.0.0.1 sees
+    /// the request's own source address): status and body.
+    pub async fn read_secret_from(&self, token: &str, from: &str) -> (u16, Value) {
+        let from: std::net::IpAddr = from.parse().expect("an address");
+        let client = reqwest::Client::builder().local_address(from).build().expect("client");
+        let response = client
+            .get(format!("{}/v1/secret/data/config/app", self.address))
+            .header("X-Vault-Token", token)
+            .send()
+            .await
+            .expect("OpenBao answers");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
     pub fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -102,7 +102,16 @@ impl LoginStack {
     /// Exchanges a fresh token of the fixture's job for `read-config`: the job token and its
     /// accessor, or the broker's status and answer.
     pub async fn exchange(&self) -> Result<(String, String), (u16, Value)> {
-        let token = github_token(&self.github, |_| {});
+        self.exchange_with(github_token(&self.github, |_| {})).await
+    }
+
+    /// An exchange of the job `job_id`: a job asks a few times at most (`max_exchanges_per_job`),
+    /// so a minute of exchanges is a minute of jobs.
+    pub async fn exchange_as_job(&self, job_id: &str) -> Result<(String, String), (u16, Value)> {
+        self.exchange_with(github_token(&self.github, |claims| claims["check_run_id"] = json!(job_id))).await
+    }
+
+    async fn exchange_with(&self, token: String) -> Result<(String, String), (u16, Value)> {
         let (status, answer) = self.broker.exchange(&token, &json!({ "roles": ["read-config"] })).await;
         if status != 200 {
             return Err((status, answer));
