@@ -130,26 +130,23 @@ impl HttpClient {
     pub async fn get_with_secret_header(
         &self,
         url: &Url,
-        (header, secret): (&'static str, &HeaderValue),
+        header: (&'static str, &HeaderValue),
         timeout: Duration,
         max_bytes: usize,
     ) -> Result<(StatusCode, Vec<u8>), String> {
-        let request = self.inner.get(url.clone()).timeout(timeout).header(header, secret.clone());
-        let response = request.send().await.map_err(|e| format!("request failed: {}", e.without_url()))?;
-        let status = response.status();
-        Ok((status, read_bounded(response, max_bytes).await?))
+        self.with_secret_header(reqwest::Method::GET, url, header, timeout, max_bytes).await
     }
 
-    /// DELETEs `url` (checked when it was made) with `header` set to `secret` (marked
-    /// sensitive), within `timeout`: the answer's status and its body of at most `max_bytes`.
-    pub async fn delete_with_secret_header(
+    /// `method` on `url` as [`Self::get_with_secret_header`] GETs it.
+    pub async fn with_secret_header(
         &self,
+        method: reqwest::Method,
         url: &Url,
         (header, secret): (&'static str, &HeaderValue),
         timeout: Duration,
         max_bytes: usize,
     ) -> Result<(StatusCode, Vec<u8>), String> {
-        let request = self.inner.delete(url.clone()).timeout(timeout).header(header, secret.clone());
+        let request = self.inner.request(method, url.clone()).timeout(timeout).header(header, secret.clone());
         let response = request.send().await.map_err(|e| format!("request failed: {}", e.without_url()))?;
         let status = response.status();
         Ok((status, read_bounded(response, max_bytes).await?))

@@ -16,6 +16,7 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 
 use ipnet::IpNet;
+use reqwest::Method;
 use serde_json::{Map, Value};
 use tokio::sync::OnceCell;
 use url::Url;
@@ -132,20 +133,9 @@ impl VaultBackend {
     async fn configured_settings(&self) -> Result<Map<String, Value>, Error> {
         let Some(url) = &self.bound.configured_role else { return Ok(Map::new()) };
         let answer = self
-            .login
-            .with_token(|token| async move {
-                let (status, answer) = self
-                    .http
-                    .get_with_secret_header(url, ("X-Vault-Token", &token), self.timeout, MAX_TOKEN_BYTES)
-                    .await
-                    .map_err(|_| Error::Unavailable { backend: NAME, reason: "cannot reach Vault".into() })?;
-                if status.is_success() {
-                    return Ok(answer);
-                }
-                let errors = serde_json::from_slice::<super::Refusal>(&answer).unwrap_or_default().errors;
-                Err(answered(status.as_u16(), &errors))
-            })
-            .await?;
+            .call_as_broker(Method::GET, url, MAX_TOKEN_BYTES)
+            .await?
+            .ok_or_else(|| answered(404, &["the configured token role does not exist".to_owned()]))?;
         let data = serde_json::from_slice::<Value>(&answer)
             .ok()
             .and_then(|answer| answer.get("data").and_then(Value::as_object).cloned())
@@ -190,23 +180,8 @@ impl VaultBackend {
             // A name comes from Vault's answer: one path segment, or none.
             let Some(segment) = crate::net::path_segment(&name) else { continue };
             let url = parse_url(&self.bound.address, &format!("auth/token/roles/{segment}"))?;
-            self.login
-                .with_token(|token| {
-                    let url = &url;
-                    async move {
-                        let (status, answer) = self
-                            .http
-                            .delete_with_secret_header(url, ("X-Vault-Token", &token), self.timeout, MAX_TOKEN_BYTES)
-                            .await
-                            .map_err(|_| Error::Unavailable { backend: NAME, reason: "cannot reach Vault".into() })?;
-                        if status.is_success() {
-                            return Ok(());
-                        }
-                        let errors = serde_json::from_slice::<super::Refusal>(&answer).unwrap_or_default().errors;
-                        Err(answered(status.as_u16(), &errors))
-                    }
-                })
-                .await?;
+            // A 404 is a role already gone: deleted all the same.
+            self.call_as_broker(Method::DELETE, &url, MAX_TOKEN_BYTES).await?;
             tracing::info!(role = %name, "deleted a Vault token role bound to an address block no live lease uses");
             deleted += 1;
         }
@@ -215,14 +190,32 @@ impl VaultBackend {
 
     async fn list_roles(&self) -> Result<Vec<String>, Error> {
         let url = parse_url(&self.bound.address, "auth/token/roles?list=true")?;
-        let answer = self
-            .login
+        let answer = self.call_as_broker(Method::GET, &url, super::MAX_SECRET_BYTES).await?;
+        let Some(answer) = answer else { return Ok(Vec::new()) };
+        let listed: Value = serde_json::from_slice(&answer).map_err(|e| Error::Unavailable {
+            backend: NAME,
+            reason: format!("the token roles' list does not parse: {e}"),
+        })?;
+        Ok(listed
+            .get("data")
+            .and_then(|data| data.get("keys"))
+            .and_then(Value::as_array)
+            .map(|keys| keys.iter().filter_map(Value::as_str).take(MAX_LISTED_ROLES).map(str::to_owned).collect())
+            .unwrap_or_default())
+    }
+}
+
+impl VaultBackend {
+    /// `method` on `url` with the broker's token: the body of a 2xx answer, `None` for a 404,
+    /// Vault's refusal for anything else.
+    async fn call_as_broker(&self, method: Method, url: &Url, max_bytes: usize) -> Result<Option<Vec<u8>>, Error> {
+        self.login
             .with_token(|token| {
-                let url = &url;
+                let method = method.clone();
                 async move {
                     let (status, answer) = self
                         .http
-                        .get_with_secret_header(url, ("X-Vault-Token", &token), self.timeout, super::MAX_SECRET_BYTES)
+                        .with_secret_header(method, url, ("X-Vault-Token", &token), self.timeout, max_bytes)
                         .await
                         .map_err(|_| Error::Unavailable { backend: NAME, reason: "cannot reach Vault".into() })?;
                     if status.is_success() {
@@ -235,18 +228,7 @@ impl VaultBackend {
                     Err(answered(status.as_u16(), &errors))
                 }
             })
-            .await?;
-        let Some(answer) = answer else { return Ok(Vec::new()) };
-        let listed: Value = serde_json::from_slice(&answer).map_err(|e| Error::Unavailable {
-            backend: NAME,
-            reason: format!("the token roles' list does not parse: {e}"),
-        })?;
-        Ok(listed
-            .get("data")
-            .and_then(|data| data.get("keys"))
-            .and_then(Value::as_array)
-            .map(|keys| keys.iter().filter_map(Value::as_str).take(MAX_LISTED_ROLES).map(str::to_owned).collect())
-            .unwrap_or_default())
+            .await
     }
 }
 
