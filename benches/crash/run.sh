@@ -41,4 +41,4 @@ export CI_CREDS_BIN=$WORK/ci-creds
 export CRASH_CYCLES=$CYCLES CRASH_WORKERS=$WORKERS CRASH_GRACE_SECONDS=$GRACE CRASH_UPTIME_MS=$UPTIME_MS
 export CRASH_COMMIT=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src migrations || echo "+changes")
 cargo test --locked --test it -- --ignored --exact crash_safety::many_kill_cycles_under_load --nocapture 2>&1 \
-  | grep --line-buffered -E '^\{"crash_bench"|^test |panicked|assert'
+  | grep --line-buffered -E '^\{.*"crash_bench"|^test |panicked|assert'
