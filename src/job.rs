@@ -2,65 +2,7 @@
 
 use serde_json::{Map, Value};
 
-/// Which CI system issued a job's token. What the broker knows of each lives in its folder under
-/// `ci/`, reached through `CiKind::ci`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum CiKind {
-    Github,
-    Gitlab,
-    Buildkite,
-    Circleci,
-    Jenkins,
-    AzurePipelines,
-}
-
-impl CiKind {
-    /// Every CI, in the order `ci-creds get` looks for a job's token and `ci-creds policy`
-    /// tries their telling claims.
-    pub const ALL: [CiKind; 6] =
-        [Self::Github, Self::Gitlab, Self::Buildkite, Self::Circleci, Self::Jenkins, Self::AzurePipelines];
-
-    /// The CI's name wherever a user sees or writes it: an issuer's `kind`, `[webhooks.<name>]`,
-    /// `/v1/webhooks/<name>`, metric labels, audit text and stored records.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Github => "github",
-            Self::Gitlab => "gitlab",
-            Self::Buildkite => "buildkite",
-            Self::Circleci => "circleci",
-            Self::Jenkins => "jenkins",
-            Self::AzurePipelines => "azure_pipelines",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.name() == name)
-    }
-
-    /// The names, as an error lists them: `github, gitlab, …`.
-    pub fn names() -> String {
-        Self::ALL.map(Self::name).join(", ")
-    }
-}
-
-impl serde::Serialize for CiKind {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.name())
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for CiKind {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let name = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
-        Self::from_name(&name).ok_or_else(|| {
-            serde::de::Error::custom(format_args!("unknown variant `{name}`, expected one of {}", quoted_names()))
-        })
-    }
-}
-
-fn quoted_names() -> String {
-    CiKind::ALL.map(|kind| format!("`{}`", kind.name())).join(", ")
-}
+use crate::ci::CiKind;
 
 /// Which of a runner's facts tell its host apart from every other, for single-use tiers. Each
 /// CI's claim mapping says which, since what a runner id names differs between CIs.

@@ -3,7 +3,7 @@
 #![no_main]
 
 use ci_creds::client::{Format, Refusal, render_answer};
-use ci_creds::job::CiKind;
+use ci_creds::ci::CiKind;
 use libfuzzer_sys::fuzz_target;
 use secrecy::{ExposeSecret, SecretString};
 

@@ -1,7 +1,7 @@
 //! A bearer token from a CircleCI issuer; input format in `ci_creds_fuzz::token`.
 #![no_main]
 
-use ci_creds::job::CiKind;
+use ci_creds::ci::CiKind;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| ci_creds_fuzz::token::fuzz(CiKind::Circleci, data));

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use ci_creds::dev::SigningKey;
 use ci_creds::identity::{FixedKeys, IssuerConfig, Verifier, signed_part_id};
-use ci_creds::job::CiKind;
+use ci_creds::ci::CiKind;
 use ci_creds::policy::{PolicyFile, PolicySet};
 use serde_json::{Value, json};
 

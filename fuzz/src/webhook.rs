@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use ci_creds::ci::Verdict;
-use ci_creds::job::CiKind;
+use ci_creds::ci::CiKind;
 use hmac::{Hmac, Mac};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use secrecy::SecretString;

@@ -27,7 +27,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::job::CiKind;
+use crate::ci::CiKind;
 use crate::lifecycle::Broker;
 use limits::LimitsConfig;
 

@@ -3,7 +3,8 @@
 use serde_json::{Value, json};
 
 use super::{JobLocator, buildkite};
-use crate::job::{CiKind, Job};
+use crate::ci::CiKind;
+use crate::job::Job;
 
 fn job(kind: CiKind, repository: &str, claims: Value) -> Job {
     let mut job = Job::new("ci", "9/1", repository);

@@ -2,9 +2,8 @@
 //! job, how its webhooks are authenticated and read, where and how its REST API answers for a
 //! job, how a job finds its token for `ci-creds get`, and which runner facts name a host.
 //!
-//! A CI is a `CiKind` variant and a folder that fills one `Ci`. `CiKind::ci` is the one
-//! place that dispatches to it, an exhaustive `match`: a CI that is not wired in does not
-//! compile. Every token is verified by `identity` before any code here sees its claims.
+//! A CI is a folder that fills one `Ci`, and one line in `every_ci!` below, which declares its
+//! `CiKind` variant, its name and the dispatch `CiKind::ci` to its folder. Every token is verified by `identity` before any code here sees its claims.
 
 mod api;
 mod azure_pipelines;
@@ -15,6 +14,7 @@ mod github_actions;
 mod gitlab;
 mod jenkins;
 mod job_token;
+mod kind;
 mod step_output;
 mod webhook;
 
@@ -45,7 +45,7 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::job::{CiKind, Job, NamedJob};
+use crate::job::{Job, NamedJob};
 
 /// Everything the broker knows of one CI system: each CI's folder fills one of these.
 pub struct Ci {
@@ -172,18 +172,14 @@ impl Ci {
     }
 }
 
-impl CiKind {
-    /// The one dispatch to what the broker knows of each CI.
-    pub fn ci(self) -> &'static Ci {
-        match self {
-            Self::Github => &github_actions::CI,
-            Self::Gitlab => &gitlab::CI,
-            Self::Buildkite => &buildkite::CI,
-            Self::Circleci => &circleci::CI,
-            Self::Jenkins => &jenkins::CI,
-            Self::AzurePipelines => &azure_pipelines::CI,
-        }
-    }
+// Every CI: its `CiKind` variant, its name, and its folder. The order is `CiKind::ALL`'s.
+kind::every_ci! {
+    Github => "github", github_actions;
+    Gitlab => "gitlab", gitlab;
+    Buildkite => "buildkite", buildkite;
+    Circleci => "circleci", circleci;
+    Jenkins => "jenkins", jenkins;
+    AzurePipelines => "azure_pipelines", azure_pipelines;
 }
 
 /// Where the CI's API answers for a job, taken from its verified token at exchange and kept in
@@ -248,7 +244,8 @@ impl JobLocator {
 mod tests {
     use serde_json::Value;
 
-    use crate::job::{CiKind, RunnerKey};
+    use crate::ci::CiKind;
+    use crate::job::RunnerKey;
 
     fn claims(name: &str) -> Value {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");

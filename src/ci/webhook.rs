@@ -11,7 +11,8 @@ use sha2::Sha256;
 use subtle::ConstantTimeEq;
 use thiserror::Error;
 
-use crate::job::{CiKind, RunnerFacts};
+use crate::ci::CiKind;
+use crate::job::RunnerFacts;
 
 /// What a delivery asks for, once authenticated.
 #[derive(Debug, PartialEq, Eq)]

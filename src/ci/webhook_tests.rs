@@ -7,7 +7,7 @@ use serde_json::Value;
 use sha2::Sha256;
 
 use super::Verdict;
-use crate::job::CiKind;
+use crate::ci::CiKind;
 
 const SECRET: &str = "runner-facts-secret";
 

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::ci::CiKind;
 use crate::ci::TokenHeader;
-use crate::job::CiKind;
 use crate::net::check_url_scheme;
 
 /// Every `[ci_api.<issuer>]` table, by issuer name.

@@ -92,7 +92,7 @@ pub(super) fn pause_from(api: &dyn JobApi, status: u16, headers: &HeaderMap, now
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::CiKind;
+    use crate::ci::CiKind;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         pairs

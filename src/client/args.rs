@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::builder::PossibleValue;
 
-use crate::job::CiKind;
+use crate::ci::CiKind;
 
 /// How the credentials are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,9 +5,9 @@ use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 
 use super::{Rendered, render};
+use crate::ci::CiKind;
 use crate::client::answer::Answer;
 use crate::client::{Error, Format};
-use crate::job::CiKind;
 
 fn vault(role: &str, token: &str) -> Value {
     json!({"role": role, "backend": "vault", "lease_id": "l-1", "expires_at": "2026-11-29T22:10:00Z",

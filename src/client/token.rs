@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use secrecy::SecretString;
 
 use super::{Error, TokenArgs};
+use crate::ci::CiKind;
 use crate::ci::{AskToken, JobToken};
-use crate::job::{CiKind, NamedJob};
+use crate::job::NamedJob;
 
 const GENERIC: &str = "CI_CREDS_TOKEN";
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 use jsonwebtoken::Algorithm;
 use serde::Deserialize;
 
-use crate::job::CiKind;
+use crate::ci::CiKind;
 
 /// One pinned issuer, as written in the broker's config.
 #[derive(Clone, Debug, Deserialize)]

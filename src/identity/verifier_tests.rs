@@ -5,8 +5,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::ci::CiKind;
 use crate::dev::SigningKey;
-use crate::job::CiKind;
 
 const ISSUER: &str = "https://token.actions.githubusercontent.com";
 const AUDIENCE: &str = "https://ci-creds.example";

@@ -170,7 +170,8 @@ fn why_untold(job: &Job) -> String {
 #[cfg(test)]
 mod tests {
     use super::{UNTOLD, why_untold};
-    use crate::job::{CiKind, Job, NamedJob, RunnerKey};
+    use crate::ci::CiKind;
+    use crate::job::{Job, NamedJob, RunnerKey};
 
     #[test]
     fn an_unknown_runner_key_is_explained_by_what_could_never_tell_it() {

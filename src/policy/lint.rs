@@ -8,7 +8,7 @@ use super::condition::Condition;
 use super::field::Field;
 use super::model::BackendKind;
 use super::rule::Rule;
-use crate::job::CiKind;
+use crate::ci::CiKind;
 
 /// Probes for "any value": two names no policy author would list, with different owners.
 const ANY_REPOSITORY: [&str; 2] = ["ci-creds-lint-probe/any-repo", "someone-else/other-repo"];

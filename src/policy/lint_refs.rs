@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::PolicySet;
 use super::field::Field;
 use super::lint::Warning;
-use crate::job::CiKind;
+use crate::ci::CiKind;
 
 impl PolicySet {
     /// Every allow rule conditioned on `ref`, `ref_type` or `event` that a Jenkins issuer without

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 
 use super::{Error, MappingChoice, Report, check, explain, parse_kind, policy_dir, run_tests};
-use crate::job::CiKind;
+use crate::ci::CiKind;
 
 #[derive(Subcommand)]
 pub enum PolicyCommand {

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use super::mapping::{config_ci_apis, config_issuers};
 use super::{Error, MappingChoice, Report};
+use crate::ci::CiKind;
 use crate::config::read_policy_files;
-use crate::job::CiKind;
 use crate::policy::{PolicyFile, PolicySet};
 
 /// With the broker's config (`choice`), rules are also judged as the CI of the issuers they name.

@@ -9,8 +9,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Error, read};
+use crate::ci::CiKind;
 use crate::identity::{IssuerConfig, job_from_issuer_claims};
-use crate::job::{CiKind, Job};
+use crate::job::Job;
 
 /// How claims are mapped onto an issuer.
 #[derive(Clone, Debug)]

@@ -3,9 +3,9 @@
 use secrecy::ExposeSecret;
 
 use super::Finding;
+use crate::ci::CiKind;
 use crate::config::Config;
 use crate::env_secret::secret_from_env;
-use crate::job::CiKind;
 
 /// Shorter than this, an HMAC key or shared token is guessable; the CIs' own docs suggest
 /// random strings of 32 characters or more.
@@ -67,7 +67,7 @@ fn check_form(kind: CiKind, secret: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::check_form;
-    use crate::job::CiKind;
+    use crate::ci::CiKind;
 
     #[test]
     fn a_secret_is_refused_only_when_no_delivery_could_match_it() {

@@ -1,7 +1,7 @@
 //! Time, audience and claim-shape checks on otherwise valid tokens.
 
+use ci_creds::ci::CiKind;
 use ci_creds::identity::{Error, IssuerConfig, Verifier};
-use ci_creds::job::CiKind;
 use ci_creds::net::HttpClient;
 use jsonwebtoken::Algorithm;
 use serde_json::{Value, json};

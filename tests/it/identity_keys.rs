@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ci_creds::ci::CiKind;
 use ci_creds::dev::{DevIssuer, SigningKey};
 use ci_creds::identity::{Error, IssuerConfig, REFRESH_COOLDOWN, Verifier};
-use ci_creds::job::CiKind;
 use ci_creds::net::HttpClient;
 use jsonwebtoken::{Algorithm, Header};
 use serde_json::json;

@@ -4,9 +4,10 @@ use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ci_creds::ci::CiKind;
 use ci_creds::dev::{DevIssuer, SigningKey};
 use ci_creds::identity::{Error, IssuerConfig, Verifier};
-use ci_creds::job::{CiKind, DangerousTrigger, FactSource, Sourced};
+use ci_creds::job::{DangerousTrigger, FactSource, Sourced};
 use ci_creds::net::HttpClient;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
+use ci_creds::ci::CiKind;
 use ci_creds::identity::{IssuerConfig, Verifier};
-use ci_creds::job::CiKind;
 use ci_creds::net::HttpClient;
 use jsonwebtoken::Algorithm;
 use serde_json::{Value, json};

@@ -1,9 +1,10 @@
 //! What the store keeps about a job, pinned byte for byte: a broker upgraded over a store written
 //! by an older one must read every row back, and no change to the code may need a migration.
 
+use ci_creds::ci::CiKind;
 use ci_creds::ci::JobLocator;
 use ci_creds::identity::job_from_claims;
-use ci_creds::job::{CiKind, NamedJob, RunnerFacts};
+use ci_creds::job::{NamedJob, RunnerFacts};
 use ci_creds::lifecycle::EndedBy;
 use serde_json::json;
 

@@ -7,9 +7,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::ci::CiKind;
 use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, required};
-use crate::job::{CiKind, Job, NamedJob, RunnerKey};
+use crate::job::{Job, NamedJob, RunnerKey};
 
 #[derive(Deserialize)]
 struct Claims {

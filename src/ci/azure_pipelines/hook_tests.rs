@@ -5,9 +5,9 @@
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
+use crate::ci::CiKind;
 use crate::ci::test_support::{basic_auth, fixture};
 use crate::ci::{Verdict, WebhookError};
-use crate::job::CiKind;
 
 const JOB: &str = "e87e3d16-29b0-5003-7d86-82b704b96244";
 const CREDENTIALS: &str = "hooks:s3cret";

@@ -4,10 +4,11 @@
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
+use crate::ci::CiKind;
 use crate::ci::api::headers;
 use crate::ci::test_support::{basic_auth, fixture};
 use crate::ci::{ClaimsError, Issuer, JobLocator, Liveness, Verdict, WebhookError};
-use crate::job::{CiKind, NamedJob, RunnerKey};
+use crate::job::{NamedJob, RunnerKey};
 
 /// Job `Compile` of stage `Build`: its record in the run's timeline and its hook's `job.id`.
 const JOB: &str = "e87e3d16-29b0-5003-7d86-82b704b96244";

@@ -4,9 +4,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::ci::CiKind;
 use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, required};
-use crate::job::{CiKind, FactSource, Job, MAX_LABELS, Runner, RunnerKey, Sourced, bounded_fact};
+use crate::job::{FactSource, Job, MAX_LABELS, Runner, RunnerKey, Sourced, bounded_fact};
 
 #[derive(Deserialize)]
 struct Claims {

@@ -3,9 +3,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::ci::CiKind;
 use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, required};
-use crate::job::{CiKind, DangerousTrigger, Job, RunnerKey};
+use crate::job::{DangerousTrigger, Job, RunnerKey};
 
 /// Events whose workflows run with the base repository's trust on behalf of whoever opened the
 /// pull request or comment.

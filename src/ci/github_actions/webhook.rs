@@ -5,8 +5,8 @@ use secrecy::SecretString;
 use serde::Deserialize;
 
 use super::runner::GithubRunner;
+use crate::ci::CiKind;
 use crate::ci::webhook::{Verdict, WebhookError, header, hmac_sha256_matches, parse, told_by_webhook};
-use crate::job::CiKind;
 
 #[derive(Deserialize)]
 struct Delivery {

@@ -4,9 +4,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::ci::CiKind;
 use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, full_ref, required, string_bool};
-use crate::job::{CiKind, DangerousTrigger, FactSource, Job, Runner, RunnerKey, Sourced};
+use crate::job::{DangerousTrigger, FactSource, Job, Runner, RunnerKey, Sourced};
 
 #[derive(Deserialize)]
 struct Claims {

@@ -4,8 +4,9 @@ use http::HeaderMap;
 use secrecy::SecretString;
 use serde::Deserialize;
 
+use crate::ci::CiKind;
 use crate::ci::webhook::{Verdict, WebhookError, header, parse, token_matches, told_by_webhook};
-use crate::job::{CiKind, RunnerFacts};
+use crate::job::RunnerFacts;
 
 /// Statuses after which a job runs no more.
 pub(super) const FINAL_STATUSES: &[&str] = &["success", "failed", "canceled", "skipped"];

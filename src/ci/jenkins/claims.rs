@@ -7,9 +7,10 @@ use serde_json::Value;
 
 use super::job_url::{Controller, branch_of_item};
 use super::templates;
+use crate::ci::CiKind;
 use crate::ci::claims::ClaimsError;
 use crate::ci::{ClaimRole, Issuer};
-use crate::job::{CiKind, DangerousTrigger, FactSource, Job, Runner, RunnerKey, Sourced, bounded_fact};
+use crate::job::{DangerousTrigger, FactSource, Job, Runner, RunnerKey, Sourced, bounded_fact};
 
 pub const BUILD_NUMBER: ClaimRole =
     ClaimRole { role: "build_number", default: "build_number", meaning: "the build's number (`${BUILD_NUMBER}`)" };

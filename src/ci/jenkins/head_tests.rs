@@ -4,10 +4,11 @@
 use serde_json::{Value, json};
 
 use super::{Actions, apply};
+use crate::ci::CiKind;
 use crate::ci::api::Head;
 use crate::ci::test_support::fixture;
 use crate::ci::{Issuer, JobLocator};
-use crate::job::{CiKind, DangerousTrigger, Job};
+use crate::job::{DangerousTrigger, Job};
 
 fn head_of(body: &Value) -> Result<Head, String> {
     serde_json::from_value::<Actions>(body.clone()).map_err(|e| e.to_string())?.head()

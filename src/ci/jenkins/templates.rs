@@ -85,7 +85,7 @@ mod tests {
             "branch": "main",
             "change_id": "${CHANGE_ID}",
         });
-        let mapped = crate::job::CiKind::Jenkins.ci().job(&crate::ci::Issuer::named("jenkins"), &claims);
+        let mapped = crate::ci::CiKind::Jenkins.ci().job(&crate::ci::Issuer::named("jenkins"), &claims);
         assert_eq!(mapped.err(), Some(ClaimsError::Unsubstituted("change_id".to_owned())));
     }
 

@@ -7,9 +7,10 @@ use http::{HeaderMap, HeaderValue};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
+use crate::ci::CiKind;
 use crate::ci::test_support::{basic_auth, fixture};
 use crate::ci::{ClaimsError, Issuer, JobLocator, Liveness, Verdict, WebhookError};
-use crate::job::{CiKind, DangerousTrigger, FactSource, RunnerKey};
+use crate::job::{DangerousTrigger, FactSource, RunnerKey};
 
 const BUILD_URL: &str = "https://jenkins.example.com/job/octo-org/job/octo-repo/job/main/42/";
 

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use secrecy::SecretString;
 use serde::Deserialize;
 
+use crate::ci::CiKind;
 use crate::env_secret::secret_from_env;
-use crate::job::CiKind;
 
 /// `[webhooks.<name>]` tables, by name: each serves `/v1/webhooks/<name>`.
 pub type WebhooksConfig = BTreeMap<String, WebhookConfig>;

@@ -3,7 +3,8 @@
 //! passes for another CI's repository.
 
 use super::{github_job, parse, reasons_for_r, role_policy};
-use crate::job::{CiKind, Job};
+use crate::ci::CiKind;
+use crate::job::Job;
 use crate::policy::{Error, PolicyFile, PolicySet};
 
 fn load(files: &[(&'static str, &str)]) -> Result<PolicySet, Error> {

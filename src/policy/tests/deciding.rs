@@ -183,7 +183,7 @@ fn dangerous_event_needs_a_literal_rule() {
 /// A CircleCI job rerun with SSH, as `ci::circleci` maps it.
 fn ssh_rerun() -> Job {
     let mut job = Job::new("circleci", "8b91f9a8-7975-4e60-916c-f0152ccbc937", "github.com/circleci/webhook-service");
-    job.kind = Some(crate::job::CiKind::Circleci);
+    job.kind = Some(crate::ci::CiKind::Circleci);
     job.git_ref = Some("refs/heads/main".into());
     job.event = Some("ssh_rerun".into());
     job.dangerous_trigger = Some(DangerousTrigger::Event("ssh_rerun".into()));

@@ -1,7 +1,7 @@
 //! Risky rules `ci-creds policy check` warns about, one case per risk.
 
 use super::{parse, role_policy};
-use crate::job::CiKind;
+use crate::ci::CiKind;
 
 const SAFE: &str = r#"{ issuer: github, repository: octo-org/octo-repo, repository_id: "74", ref: refs/heads/main }"#;
 

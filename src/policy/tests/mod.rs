@@ -16,7 +16,8 @@ mod runner_facts;
 use serde_json::{Value, json};
 
 use super::{Decision, PolicyFile, PolicySet};
-use crate::job::{CiKind, FactSource, Job, RunnerKey, Sourced};
+use crate::ci::CiKind;
+use crate::job::{FactSource, Job, RunnerKey, Sourced};
 
 /// A runner fact as a signed claim tells it.
 fn token_fact(value: &str) -> Option<Sourced<String>> {

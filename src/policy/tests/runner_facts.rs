@@ -210,7 +210,7 @@ fn runner_keys_per_ci() {
     let managed = with(gitlab_job(), |j| j.runner.manager = told("s_7c3b2a1f9e04", FactSource::CiApi));
     assert_eq!(managed.runner_key().as_deref(), Ok("s_7c3b2a1f9e04"));
     let mut buildkite = Job::new("buildkite", "j", "acme-inc/app");
-    buildkite.kind = Some(crate::job::CiKind::Buildkite);
+    buildkite.kind = Some(crate::ci::CiKind::Buildkite);
     buildkite.runner_key_by = crate::job::RunnerKey::Id;
     assert_eq!(buildkite.runner_key(), Err("runner_id"));
     buildkite.runner.id = told("0184990a", FactSource::Token);
