@@ -30,9 +30,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use ci_creds::ci::CiKind;
+use ci_creds::ci::Job;
 use ci_creds::dev::{DevIssuer, SigningKey, live_claims};
 use ci_creds::identity::{IssuerConfig, Verifier};
-use ci_creds::job::Job;
 use ci_creds::lifecycle::LifecycleConfig;
 use ci_creds::net::HttpClient;
 use ci_creds::policy::{Decision, PolicyFile, PolicySet, Role};

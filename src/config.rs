@@ -13,7 +13,7 @@ use thiserror::Error;
 use crate::api::TrustedProxies;
 use crate::api::limits::LimitsConfig;
 use crate::audit::AuditConfig;
-use crate::backends::{AwsConfig, GithubConfig, VaultConfig, VaultCredentials};
+use crate::backends::{AwsConfig, GithubAppConfig, VaultConfig, VaultCredentials};
 use crate::ci::CiKind;
 use crate::ci_api::CiApisConfig;
 use crate::env_secret::secret_from_env;
@@ -43,7 +43,7 @@ pub struct Config {
     #[serde(default)]
     pub aws: Option<AwsConfig>,
     #[serde(default)]
-    pub github: Option<GithubConfig>,
+    pub github: Option<GithubAppConfig>,
     #[serde(default)]
     pub webhooks: WebhooksConfig,
     /// `[ci_api.<issuer>]`: the CI's own API, asked whether a job still runs.

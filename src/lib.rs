@@ -33,7 +33,6 @@ pub mod fleet;
 pub mod identity;
 #[cfg(feature = "server")]
 pub mod inspect;
-pub mod job;
 pub mod lifecycle;
 pub mod metrics;
 pub mod net;

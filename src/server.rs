@@ -7,7 +7,7 @@ use tokio::net::TcpListener;
 
 use crate::backends::Backends;
 use crate::backends::aws::AwsBackend;
-use crate::backends::github::GithubBackend;
+use crate::backends::github_app::GithubAppBackend;
 use crate::backends::vault::{VaultBackend, VaultLogin};
 use crate::ci_api::CiApis;
 use crate::config::{self, Config};
@@ -69,7 +69,7 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
         None => None,
     };
     let github = match (&config.github, &secrets.github_private_key) {
-        (Some(github), Some(key)) => Some(GithubBackend::new(github, key)?),
+        (Some(github), Some(key)) => Some(GithubAppBackend::new(github, key)?),
         _ => None,
     };
     let ci_apis = CiApis::from_config(&config.ci_api, &config.issuers).map_err(|error| match error {
@@ -86,7 +86,7 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
         verifier,
         policy,
         store,
-        backends: Backends { vault, aws, github },
+        backends: Backends { vault, aws, github_app: github },
         webhooks: secrets.webhooks,
         revocations: RevocationQueue::default(),
         lifecycle: config.lifecycle.clone(),
@@ -106,10 +106,10 @@ fn check_backends(policy: &PolicySet, config: &Config) -> Result<(), Error> {
             BackendKind::Aws if config.aws.is_none() => {
                 return Err(Error::BackendMissing { role: role.name.clone(), backend: "aws" });
             }
-            BackendKind::Github if config.github.is_none() => {
+            BackendKind::GithubApp if config.github.is_none() => {
                 return Err(Error::BackendMissing { role: role.name.clone(), backend: "github" });
             }
-            BackendKind::Vault | BackendKind::Aws | BackendKind::Github => {}
+            BackendKind::Vault | BackendKind::Aws | BackendKind::GithubApp => {}
         }
     }
     Ok(())
@@ -131,7 +131,7 @@ pub async fn check(config: &Config) -> Result<String, Error> {
         [
             broker.backends.vault.as_ref().map(|_| "vault"),
             broker.backends.aws.as_ref().map(|_| "aws"),
-            broker.backends.github.as_ref().map(|_| "github"),
+            broker.backends.github_app.as_ref().map(|_| "github"),
         ]
         .into_iter()
         .flatten()

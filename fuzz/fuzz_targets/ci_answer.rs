@@ -8,7 +8,7 @@
 
 use ci_creds::ci::JobReport;
 use ci_creds::ci::{JobLocator, Liveness};
-use ci_creds::job::{Job, NamedJob};
+use ci_creds::ci::{Job, NamedJob};
 use ci_creds::ci::CiKind;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};

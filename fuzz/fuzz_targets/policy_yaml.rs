@@ -5,7 +5,7 @@
 use std::sync::LazyLock;
 
 use ci_creds::identity::job_from_claims;
-use ci_creds::job::{FactSource, Job, Sourced};
+use ci_creds::ci::{FactSource, Job, Sourced};
 use ci_creds::ci::CiKind;
 use ci_creds::policy::{PolicyFile, PolicySet};
 use libfuzzer_sys::fuzz_target;

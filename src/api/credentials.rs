@@ -215,7 +215,7 @@ fn response(exchanged: Exchanged) -> CredentialsResponse {
                 Credential::Aws { access_key_id, secret_access_key, session_token, region } => {
                     ("aws", None, Some(AwsCredential { access_key_id, secret_access_key, session_token, region }), None)
                 }
-                Credential::Github { token, permissions, repositories } => (
+                Credential::GithubApp { token, permissions, repositories } => (
                     "github",
                     None,
                     None,

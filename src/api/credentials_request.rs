@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 
-use crate::job::NamedJob;
+use crate::ci::NamedJob;
 use crate::lifecycle::ExchangeRequest;
 #[cfg(feature = "server")]
 use crate::lifecycle::{MAX_ROLE_NAME_CHARS, MAX_ROLES_PER_EXCHANGE};

@@ -23,7 +23,7 @@ use super::body::read_limited;
 use super::credentials::bearer_token;
 use super::openapi::{ErrorResponse, JobEndBody, WebhookAck};
 use crate::ci::CiKind;
-use crate::job::NamedJob;
+use crate::ci::NamedJob;
 use crate::lifecycle::Broker;
 use crate::lifecycle::webhooks::WebhookOutcome;
 use crate::metrics;

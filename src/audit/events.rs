@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use crate::backends::RevokeHandle;
-use crate::job::Job;
+use crate::ci::Job;
 use crate::policy::RoleDenial;
 
 /// Who a job is, as far as its verified token says.

@@ -307,7 +307,7 @@ pub struct AwsConfig {
 /// `[github]`: the broker's GitHub App for minting installation tokens.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GithubConfig {
+pub struct GithubAppConfig {
     /// `https://api.github.com`, or `https://HOST/api/v3` for GitHub Enterprise Server.
     #[serde(default = "default_github_api_url")]
     pub api_url: String,
@@ -322,7 +322,7 @@ fn default_github_api_url() -> String {
     "https://api.github.com".into()
 }
 
-impl GithubConfig {
+impl GithubAppConfig {
     pub fn private_key(&self) -> Result<SecretString, String> {
         let key = secret_from_env(&self.private_key_env)?;
         if !key.expose_secret().contains("PRIVATE KEY") {

@@ -5,12 +5,12 @@
 pub mod aws;
 mod config;
 #[cfg(feature = "server")]
-pub mod github;
+pub mod github_app;
 #[cfg(feature = "server")]
 pub mod vault;
 
 pub use config::{
-    AwsConfig, GithubConfig, KUBERNETES_TOKEN_FILE, LoginMethod, SecretId, SecretIdSource, VaultAuthConfig,
+    AwsConfig, GithubAppConfig, KUBERNETES_TOKEN_FILE, LoginMethod, SecretId, SecretIdSource, VaultAuthConfig,
     VaultConfig, VaultCredentials,
 };
 
@@ -20,7 +20,7 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::job::Job;
+use crate::ci::Job;
 
 #[derive(Debug, Error)]
 pub enum Error {
@@ -59,7 +59,7 @@ pub enum Credential {
         region: String,
     },
     /// A GitHub App installation token; the lease's expiry is when the broker revokes it.
-    Github {
+    GithubApp {
         token: SecretString,
         permissions: std::collections::BTreeMap<String, String>,
         /// The repositories' names, as GitHub granted them.
@@ -82,8 +82,9 @@ pub enum RevokeHandle {
         expires_at: i64,
     },
     /// A GitHub installation token is revoked with itself: it is kept sealed under a key derived
-    /// from the App's private key (`backends/github/seal.rs`), until GitHub's own `expires_at`.
-    Github {
+    /// from the App's private key (`backends/github_app/seal.rs`), until GitHub's own `expires_at`.
+    #[serde(rename = "github")]
+    GithubApp {
         token_sha256: String,
         sealed_token: String,
         expires_at: i64,
@@ -94,7 +95,7 @@ impl RevokeHandle {
     /// The handle as audit events show it: a GitHub token by its SHA-256 only.
     pub fn public(&self) -> serde_json::Value {
         match self {
-            Self::Github { token_sha256, expires_at, .. } => {
+            Self::GithubApp { token_sha256, expires_at, .. } => {
                 serde_json::json!({ "github": { "token_sha256": token_sha256, "expires_at": expires_at } })
             }
             other => serde_json::to_value(other).unwrap_or_default(),
@@ -142,7 +143,7 @@ pub struct MintRequest<'a, S> {
 pub struct Backends {
     pub vault: Option<vault::VaultBackend>,
     pub aws: Option<aws::AwsBackend>,
-    pub github: Option<github::GithubBackend>,
+    pub github_app: Option<github_app::GithubAppBackend>,
 }
 
 #[cfg(feature = "server")]
@@ -155,15 +156,15 @@ impl Backends {
         self.aws.as_ref().ok_or(Error::NotConfigured("aws"))
     }
 
-    pub fn github(&self) -> Result<&github::GithubBackend, Error> {
-        self.github.as_ref().ok_or(Error::NotConfigured("github"))
+    pub fn github_app(&self) -> Result<&github_app::GithubAppBackend, Error> {
+        self.github_app.as_ref().ok_or(Error::NotConfigured("github"))
     }
 
     pub async fn revoke(&self, handle: &RevokeHandle) -> Result<(), Error> {
         match handle {
             RevokeHandle::Vault { .. } => self.vault()?.revoke(handle).await,
             RevokeHandle::Aws { .. } => self.aws()?.revoke(handle).await,
-            RevokeHandle::Github { .. } => self.github()?.revoke(handle).await,
+            RevokeHandle::GithubApp { .. } => self.github_app()?.revoke(handle).await,
         }
     }
 
@@ -191,7 +192,7 @@ impl Backends {
         if let Some(aws) = &self.aws {
             aws.check().await?;
         }
-        if let Some(github) = &self.github {
+        if let Some(github) = &self.github_app {
             github.check().await?;
         }
         Ok(())

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::{JobLocator, JobReport, Liveness};
 use crate::ci::CiKind;
-use crate::job::{Job, MAX_FACT_CHARS, MAX_LABELS};
+use crate::ci::{Job, MAX_FACT_CHARS, MAX_LABELS};
 
 fn fixture(name: &str) -> Value {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");

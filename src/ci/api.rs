@@ -8,7 +8,7 @@ use http::HeaderMap;
 use serde::Serialize;
 
 use super::JobLocator;
-use crate::job::{Job, RunnerFacts, bounded_fact};
+use crate::ci::{Job, RunnerFacts, bounded_fact};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

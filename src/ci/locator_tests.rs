@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::{JobLocator, buildkite};
 use crate::ci::CiKind;
-use crate::job::Job;
+use crate::ci::Job;
 
 fn job(kind: CiKind, repository: &str, claims: Value) -> Job {
     let mut job = Job::new("ci", "9/1", repository);

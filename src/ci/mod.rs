@@ -13,8 +13,11 @@ mod claims;
 mod github_actions;
 mod gitlab;
 mod jenkins;
+mod job;
 mod job_token;
 mod kind;
+mod named_job;
+mod runner;
 mod step_output;
 mod webhook;
 
@@ -33,8 +36,13 @@ mod webhook_tests;
 pub use api::{CredentialsReport, Head, JobApi, JobReport, Liveness, TokenHeader, header_number};
 pub use claims::ClaimsError;
 #[cfg(feature = "server")]
-pub use github_actions::{AppTokenError, AppTokens};
+pub use github_actions::{
+    AccessToken, AppError, AppTokenError, AppTokens, GithubApp, InstallationAccount, ListedInstallation,
+};
+pub use job::{DangerousTrigger, Job};
 pub use job_token::{AskToken, Asking, Env, JobToken};
+pub use named_job::{NamedJob, is_guid};
+pub use runner::{FactSource, MAX_FACT_CHARS, MAX_LABELS, Runner, RunnerFacts, RunnerKey, Sourced, bounded_fact};
 pub use step_output::StepOutput;
 pub use webhook::{Verdict, WebhookError};
 
@@ -44,8 +52,6 @@ use http::HeaderMap;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::job::{Job, NamedJob};
 
 /// Everything the broker knows of one CI system: each CI's folder fills one of these.
 pub struct Ci {
@@ -245,7 +251,7 @@ mod tests {
     use serde_json::Value;
 
     use crate::ci::CiKind;
-    use crate::job::RunnerKey;
+    use crate::ci::RunnerKey;
 
     fn claims(name: &str) -> Value {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");

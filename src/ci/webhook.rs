@@ -12,7 +12,7 @@ use subtle::ConstantTimeEq;
 use thiserror::Error;
 
 use crate::ci::CiKind;
-use crate::job::RunnerFacts;
+use crate::ci::RunnerFacts;
 
 /// What a delivery asks for, once authenticated.
 #[derive(Debug, PartialEq, Eq)]

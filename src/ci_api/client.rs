@@ -12,9 +12,9 @@ use super::config::{CiApiConfig, CiApisConfig, OnUnavailable};
 use super::http;
 use crate::ci::CiKind;
 use crate::ci::{AppTokenError, AppTokens, CredentialsReport, Head, JobApi, JobLocator, JobReport, Liveness};
+use crate::ci::{Job, RunnerFacts};
 use crate::env_secret::secret_from_env;
 use crate::identity::IssuerConfig;
-use crate::job::{Job, RunnerFacts};
 
 enum Credentials {
     /// A fixed token, with the user it belongs to where the API takes HTTP Basic.

@@ -13,7 +13,7 @@ use super::Error;
 use super::answer::Answer;
 use super::error::Refusal;
 use super::token::TokenSource;
-use crate::job::NamedJob;
+use crate::ci::NamedJob;
 use crate::net::check_url_scheme;
 
 const RETRIES: u32 = 3;

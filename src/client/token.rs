@@ -8,8 +8,8 @@ use secrecy::SecretString;
 
 use super::{Error, TokenArgs};
 use crate::ci::CiKind;
+use crate::ci::NamedJob;
 use crate::ci::{AskToken, JobToken};
-use crate::job::NamedJob;
 
 const GENERIC: &str = "CI_CREDS_TOKEN";
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::{Error, IssuerConfig, claims};
 use crate::ci::CiKind;
 use crate::ci::Issuer;
-use crate::job::Job;
+use crate::ci::Job;
 
 /// Maps already-trusted claims onto a job of the issuer named `issuer` (the name policy uses),
 /// whose claims have their CI's default names.

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use super::claims::Registered;
 use super::keys::FixedKeys;
 use super::{Error, IssuerConfig, KeyStore, job_from_issuer_claims};
-use crate::job::Job;
+use crate::ci::Job;
 use crate::net::HttpClient;
 
 /// Larger than any CI's token; anything bigger is refused before it is parsed.

@@ -12,8 +12,8 @@ use super::request::{ExchangeRequest, bind_named_job, check_request};
 use super::{Broker, Error};
 use crate::audit::{Event, JobIdentity};
 use crate::backends::{self, Backend, Credential, MintRequest, Minted, RevokeHandle};
+use crate::ci::Job;
 use crate::identity::token_sha256;
-use crate::job::Job;
 use crate::policy::{AWS_MIN_SESSION, BackendKind, Decision, Role};
 use crate::store::{JobCiFacts, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 
@@ -334,9 +334,9 @@ impl Broker {
                 let scope = role.aws.as_ref().ok_or(backends::Error::NotConfigured("aws"))?;
                 self.backends.aws()?.mint(MintRequest { job, role: &role.name, scope, ttl, bind }).await
             }
-            BackendKind::Github => {
-                let scope = role.github.as_ref().ok_or(backends::Error::NotConfigured("github"))?;
-                self.backends.github()?.mint(MintRequest { job, role: &role.name, scope, ttl, bind }).await
+            BackendKind::GithubApp => {
+                let scope = role.github_app.as_ref().ok_or(backends::Error::NotConfigured("github"))?;
+                self.backends.github_app()?.mint(MintRequest { job, role: &role.name, scope, ttl, bind }).await
             }
         }
     }
@@ -373,7 +373,7 @@ impl Broker {
 fn granted_ttl(role: &Role, requested: Option<Duration>) -> Duration {
     let ttl = requested.map_or(role.max_ttl, |ttl| ttl.min(role.max_ttl));
     match role.backend {
-        BackendKind::Vault | BackendKind::Github => ttl,
+        BackendKind::Vault | BackendKind::GithubApp => ttl,
         BackendKind::Aws => ttl.max(AWS_MIN_SESSION),
     }
 }

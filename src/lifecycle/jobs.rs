@@ -8,9 +8,9 @@ use serde::Serialize;
 
 use super::{Broker, Error};
 use crate::audit::{Event, JobRef};
+use crate::ci::NamedJob;
 use crate::clock::now;
 use crate::identity::token_sha256;
-use crate::job::NamedJob;
 use crate::store::EndOutcome;
 
 /// Who ended a job, as recorded and logged.

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Broker, EndedBy, Error};
+use crate::ci::{Job, RunnerFacts};
 use crate::ci::{JobLocator, Liveness};
 use crate::ci_api::OnUnavailable;
 use crate::clock::now_ms;
 use crate::identity;
-use crate::job::{Job, RunnerFacts};
 use crate::store::JobCiFacts;
 
 /// What the check found, to be written with the job and told in the audit event.

@@ -185,7 +185,7 @@ pub struct Broker {
 
 /// Jobs found running, with the runner the answer named.
 #[cfg(feature = "server")]
-pub type RunningCache = moka::future::Cache<(String, String), Option<std::sync::Arc<crate::job::RunnerFacts>>>;
+pub type RunningCache = moka::future::Cache<(String, String), Option<std::sync::Arc<crate::ci::RunnerFacts>>>;
 
 /// How long a "running" answer is reused for the same job's exchanges.
 #[cfg(feature = "server")]

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::Error;
 #[cfg(feature = "server")]
-use crate::job::Job;
-use crate::job::NamedJob;
+use crate::ci::Job;
+use crate::ci::NamedJob;
 
 /// More roles than any job needs in one exchange; bounds the work one request can cause.
 pub const MAX_ROLES_PER_EXCHANGE: usize = 16;

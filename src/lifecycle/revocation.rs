@@ -125,7 +125,7 @@ impl Broker {
                     return Attempt::Skipped;
                 }
             },
-            RevokeHandle::Vault { .. } | RevokeHandle::Github { .. } => None,
+            RevokeHandle::Vault { .. } | RevokeHandle::GithubApp { .. } => None,
         };
         let started = std::time::Instant::now();
         let revoked = self.backends.revoke(&handle).await;

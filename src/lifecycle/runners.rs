@@ -7,8 +7,8 @@ use tokio::sync::mpsc;
 
 use super::{Broker, Error};
 use crate::audit::{Event, JobIdentity};
+use crate::ci::{Job, RunnerKey};
 use crate::clock::now;
-use crate::job::{Job, RunnerKey};
 use crate::store::{RunnerClaim, RunnerJob, RunnerRefusal, Store};
 
 /// Judged jobs on their way to the store, written in batches by a task of their own: the fleet
@@ -171,7 +171,7 @@ fn why_untold(job: &Job) -> String {
 mod tests {
     use super::{UNTOLD, why_untold};
     use crate::ci::CiKind;
-    use crate::job::{Job, NamedJob, RunnerKey};
+    use crate::ci::{Job, NamedJob, RunnerKey};
 
     #[test]
     fn an_unknown_runner_key_is_explained_by_what_could_never_tell_it() {
@@ -188,7 +188,7 @@ mod tests {
         let github = job(CiKind::Github, RunnerKey::IdAndName);
         assert_eq!(why_untold(&github), UNTOLD);
         let unavailable = Job {
-            runner: crate::job::Runner { unavailable: Some("HTTP 500".into()), ..Default::default() },
+            runner: crate::ci::Runner { unavailable: Some("HTTP 500".into()), ..Default::default() },
             ..circleci
         };
         assert_eq!(why_untold(&unavailable), "HTTP 500");

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::field::{Ctx, Field};
 use super::model::Role;
 use super::rule::Rule;
-use crate::job::DangerousTrigger;
+use crate::ci::DangerousTrigger;
 
 /// The outcome for one request: every requested role, or why not.
 #[derive(Debug)]

@@ -9,7 +9,7 @@ use super::PolicySet;
 use super::condition::{Condition, claim_text};
 use super::field::{Actual, Ctx};
 use super::rule::Rule;
-use crate::job::Job;
+use crate::ci::Job;
 
 /// How one role was judged for a job.
 #[derive(Clone, Debug, PartialEq, Serialize)]

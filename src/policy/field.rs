@@ -6,7 +6,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::values::bool_text;
-use crate::job::{FactSource, Job, Sourced};
+use crate::ci::{FactSource, Job, Sourced};
 
 /// The job field a condition reads.
 #[derive(Clone, Debug, PartialEq, Eq)]

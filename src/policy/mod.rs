@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
-use crate::job::Job;
+use crate::ci::Job;
 
 mod aws;
 mod aws_binding;
@@ -15,7 +15,7 @@ mod error;
 mod explain;
 mod field;
 mod from_map;
-mod github;
+mod github_app;
 mod lint;
 mod lint_refs;
 mod model;
@@ -34,7 +34,7 @@ pub use binding::AddressBinding;
 pub use decision::{Decision, RoleDenial};
 pub use error::Error;
 pub use explain::{ConditionCheck, RoleExplanation, RuleExplanation};
-pub use github::{GITHUB_TOKEN_LIFETIME, GithubScope, Repositories};
+pub use github_app::{GITHUB_TOKEN_LIFETIME, GithubAppScope, Repositories};
 pub use lint::Warning;
 pub use model::{BackendKind, Role};
 pub use rule::Rule;

@@ -12,7 +12,7 @@ use super::aws::{AWS_MAX_SESSION, AWS_MIN_SESSION, AwsDoc, AwsScope};
 use super::aws_binding;
 use super::binding::{self, AddressBinding};
 use super::from_map::from_map;
-use super::github::{GITHUB_TOKEN_LIFETIME, GithubDoc, GithubScope};
+use super::github_app::{GITHUB_TOKEN_LIFETIME, GithubAppDoc, GithubAppScope};
 use super::rule::Rule;
 use super::tiers::RunnerTier;
 use super::vault::{VaultDoc, VaultScope};
@@ -23,7 +23,9 @@ use super::vault::{VaultDoc, VaultScope};
 pub enum BackendKind {
     Vault,
     Aws,
-    Github,
+    /// GitHub App installation tokens (the `github` backend), not the GitHub Actions CI.
+    #[serde(rename = "github")]
+    GithubApp,
 }
 
 impl BackendKind {
@@ -31,7 +33,7 @@ impl BackendKind {
         match self {
             Self::Vault => "vault",
             Self::Aws => "aws",
-            Self::Github => "github",
+            Self::GithubApp => "github",
         }
     }
 }
@@ -48,7 +50,7 @@ pub struct Role {
     pub max_exchanges_per_job: u32,
     pub vault: Option<VaultScope>,
     pub aws: Option<AwsScope>,
-    pub github: Option<GithubScope>,
+    pub github_app: Option<GithubAppScope>,
     /// Set when the role's credentials work only from the job's address block (`bind_to_address`).
     pub bind: Option<AddressBinding>,
     pub allow: Vec<Rule>,
@@ -81,7 +83,7 @@ struct RoleDoc {
     #[serde(default)]
     aws: Option<AwsDoc>,
     #[serde(default)]
-    github: Option<GithubDoc>,
+    github: Option<GithubAppDoc>,
     #[serde(default)]
     bind_to_address: bool,
     #[serde(default)]
@@ -131,8 +133,8 @@ impl<'de> Deserialize<'de> for RoleEntry {
                         ));
                     }
                 },
-                BackendKind::Github => match doc.github {
-                    Some(GithubDoc(scope)) => github = Some(scope),
+                BackendKind::GithubApp => match doc.github {
+                    Some(GithubAppDoc(scope)) => github = Some(scope),
                     None => {
                         return Err(missing_section(
                             &doc.name,
@@ -142,7 +144,7 @@ impl<'de> Deserialize<'de> for RoleEntry {
                     }
                 },
             }
-            if doc.backend == BackendKind::Github && doc.max_ttl.0 > GITHUB_TOKEN_LIFETIME {
+            if doc.backend == BackendKind::GithubApp && doc.max_ttl.0 > GITHUB_TOKEN_LIFETIME {
                 return Err(format!(
                     "role `{}`: a github role's max_ttl must be at most 1h (GitHub's installation tokens live one hour)",
                     doc.name
@@ -165,7 +167,7 @@ impl<'de> Deserialize<'de> for RoleEntry {
                 max_exchanges_per_job: doc.max_exchanges_per_job,
                 vault,
                 aws,
-                github,
+                github_app: github,
                 bind,
                 allow: doc.allow,
                 deny: doc.deny,

@@ -81,7 +81,8 @@ fn default_max_exchanges_per_job() -> u32 {
 enum BackendShape {
     Vault,
     Aws,
-    Github,
+    #[serde(rename = "github")]
+    GithubApp,
 }
 
 #[derive(JsonSchema)]

@@ -24,7 +24,7 @@ impl RunnerTier {
 }
 
 /// The first tier whose match holds; a tier match cannot test `runner_tier`, so none is known yet.
-pub(super) fn first_match<'t>(tiers: &'t [RunnerTier], job: &crate::job::Job) -> Option<&'t RunnerTier> {
+pub(super) fn first_match<'t>(tiers: &'t [RunnerTier], job: &crate::ci::Job) -> Option<&'t RunnerTier> {
     let ctx = Ctx { job, tier: None };
     tiers.iter().find(|t| t.holds(&ctx))
 }

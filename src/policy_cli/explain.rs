@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::mapping::{MappingChoice, map};
 use super::{Error, Report, read, runner_facts};
+use crate::ci::{Job, Sourced};
 use crate::config::load_policies;
-use crate::job::{Job, Sourced};
 use crate::policy::{ConditionCheck, RoleExplanation, RuleExplanation};
 
 /// Explains `roles` (every role when empty) for the claims in `claims_path`. Evaluating is the
@@ -140,7 +140,7 @@ fn render_runner(job: &Job) -> String {
 #[cfg(test)]
 mod tests {
     use super::render_runner;
-    use crate::job::{FactSource, Job, Sourced};
+    use crate::ci::{FactSource, Job, Sourced};
 
     #[test]
     fn the_runner_s_environment_shows_who_told_it() {

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::{Error, read};
 use crate::ci::CiKind;
+use crate::ci::Job;
 use crate::identity::{IssuerConfig, job_from_issuer_claims};
-use crate::job::Job;
 
 /// How claims are mapped onto an issuer.
 #[derive(Clone, Debug)]

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::job::{FactSource, Runner, Sourced};
+use crate::ci::{FactSource, Runner, Sourced};
 
 /// The fact names, as the policy conditions name them without `runner_`.
 pub const NAMES: &[&str] = &["environment", "id", "name", "group", "labels", "queue", "type", "manager"];

@@ -7,8 +7,8 @@ use std::path::Path;
 use super::mapping::map;
 use super::test_file::{Case, load};
 use super::{Error, MappingChoice, Report};
+use crate::ci::Job;
 use crate::config::{load_policies, policy_test_paths};
-use crate::job::Job;
 use crate::policy::{Decision, PolicySet};
 
 /// A case's own `issuer`/`kind` win over `choice`, which applies to the cases without them.

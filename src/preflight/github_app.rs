@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::{Finding, roles};
-use crate::backends::GithubConfig;
-use crate::backends::github::app::GithubApp;
+use crate::backends::GithubAppConfig;
+use crate::ci::GithubApp;
 use crate::policy::PolicySet;
 
-pub async fn check(config: &GithubConfig, policy: Option<&PolicySet>) -> Vec<Finding> {
+pub async fn check(config: &GithubAppConfig, policy: Option<&PolicySet>) -> Vec<Finding> {
     let item = "github app";
     let key = match config.private_key() {
         Ok(key) => key,
@@ -45,7 +45,7 @@ pub async fn check(config: &GithubConfig, policy: Option<&PolicySet>) -> Vec<Fin
     let mut findings =
         vec![Finding::ok(item, format!("App {} signs; {} installation(s)", config.app_id, installations.len()))];
     let owners: BTreeSet<&str> =
-        roles(policy).filter_map(|role| role.github.as_ref()).map(|scope| scope.owner.as_str()).collect();
+        roles(policy).filter_map(|role| role.github_app.as_ref()).map(|scope| scope.owner.as_str()).collect();
     for owner in owners {
         let item = format!("github app on {owner}");
         let found = accounts.iter().find(|(login, _)| login.eq_ignore_ascii_case(owner));

@@ -164,7 +164,7 @@ fn policy_finding(policy: &PolicySet, config: &Config) -> Finding {
         let (configured, backend) = match role.backend {
             BackendKind::Vault => (config.vault.is_some(), "vault"),
             BackendKind::Aws => (config.aws.is_some(), "aws"),
-            BackendKind::Github => (config.github.is_some(), "github"),
+            BackendKind::GithubApp => (config.github.is_some(), "github"),
         };
         (!configured).then_some((role.name.as_str(), backend))
     });

@@ -9,7 +9,7 @@ use std::time::Duration;
 use aws_sdk_iam::config::{BehaviorVersion, Credentials, Region, SharedCredentialsProvider};
 use ci_creds::backends::aws::AwsBackend;
 use ci_creds::backends::{Backend, Credential, MintRequest};
-use ci_creds::job::Job;
+use ci_creds::ci::Job;
 use ci_creds::policy::AwsScope;
 use secrecy::ExposeSecret;
 use serde_json::{Value, json};

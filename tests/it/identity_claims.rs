@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::support::{AUDIENCE, github_token, start_issuer};
 
-async fn verify_github(edit: impl FnOnce(&mut Value)) -> Result<ci_creds::job::Job, Error> {
+async fn verify_github(edit: impl FnOnce(&mut Value)) -> Result<ci_creds::ci::Job, Error> {
     let issuer = start_issuer().await;
     let config = IssuerConfig {
         name: "github".into(),

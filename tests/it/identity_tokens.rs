@@ -5,9 +5,9 @@ use std::sync::Arc;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ci_creds::ci::CiKind;
+use ci_creds::ci::{DangerousTrigger, FactSource, Sourced};
 use ci_creds::dev::{DevIssuer, SigningKey};
 use ci_creds::identity::{Error, IssuerConfig, Verifier};
-use ci_creds::job::{DangerousTrigger, FactSource, Sourced};
 use ci_creds::net::HttpClient;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
@@ -40,7 +40,7 @@ fn unsigned(header: &Value, claims: &Value, signature: &str) -> String {
     format!("{}.{}.{signature}", part(header), part(claims))
 }
 
-fn assert_invalid(result: Result<ci_creds::job::Job, Error>, what: &str) {
+fn assert_invalid(result: Result<ci_creds::ci::Job, Error>, what: &str) {
     match result {
         Err(
             Error::Invalid(_)

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use ci_creds::backends::github::app::GithubApp;
+use ci_creds::ci::GithubApp;
 use secrecy::SecretString;
 use serde_json::json;
 

@@ -3,8 +3,8 @@
 
 use ci_creds::ci::CiKind;
 use ci_creds::ci::JobLocator;
+use ci_creds::ci::{NamedJob, RunnerFacts};
 use ci_creds::identity::job_from_claims;
-use ci_creds::job::{NamedJob, RunnerFacts};
 use ci_creds::lifecycle::EndedBy;
 use serde_json::json;
 

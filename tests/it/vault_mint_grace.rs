@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use ci_creds::backends::vault::{VaultBackend, VaultConfig};
 use ci_creds::backends::{Backend, Backends, MintRequest, Minted};
-use ci_creds::job::Job;
+use ci_creds::ci::Job;
 use ci_creds::net::HttpClient;
 use ci_creds::policy::VaultScope;
 use ci_creds::store::LeaseState;

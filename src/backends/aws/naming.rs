@@ -3,7 +3,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::job::Job;
+use crate::ci::Job;
 
 /// STS's limit for `RoleSessionName` and `SourceIdentity`.
 const MAX_IDENTITY: usize = 64;

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::ci::JobLocator;
 use crate::ci::api::{JobApi, JobReport, Liveness, TokenHeader, check_about_job, header_number, until_epoch};
-use crate::job::{FactSource, Job, NamedJob, RunnerFacts, bounded_fact};
+use crate::ci::{FactSource, Job, NamedJob, RunnerFacts, bounded_fact};
 use crate::net::path_segment;
 
 pub struct BuildsApi;

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::ci::CiKind;
 use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, required};
-use crate::job::{Job, NamedJob, RunnerKey};
+use crate::ci::{Job, NamedJob, RunnerKey};
 
 #[derive(Deserialize)]
 struct Claims {

@@ -8,7 +8,7 @@ use http::HeaderMap;
 use serde::Deserialize;
 
 use crate::ci::CredentialsReport;
-use crate::job::bounded_fact;
+use crate::ci::bounded_fact;
 
 pub(super) const PATH: &str = "/_apis/connectionData";
 

@@ -10,8 +10,8 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
+use crate::ci::NamedJob;
 use crate::ci::job_token::{AskToken, Asking, Env, JobToken};
-use crate::job::NamedJob;
 use crate::net::check_url_scheme;
 
 pub const REQUEST_URI_ENV: &str = "SYSTEM_OIDCREQUESTURI";

@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 
 use crate::ci::CiKind;
 use crate::ci::Issuer;
+use crate::ci::NamedJob;
 use crate::ci::test_support::fixture;
 use crate::ci::{JobLocator, JobReport, Liveness};
-use crate::job::NamedJob;
 
 const JOB: &str = "e87e3d16-29b0-5003-7d86-82b704b96244";
 const OTHER_JOB: &str = "3dc8fd7e-4368-5a92-293e-d53cefc8c4c3";

@@ -8,7 +8,7 @@ use crate::ci::CiKind;
 use crate::ci::api::headers;
 use crate::ci::test_support::{basic_auth, fixture};
 use crate::ci::{ClaimsError, Issuer, JobLocator, Liveness, Verdict, WebhookError};
-use crate::job::{NamedJob, RunnerKey};
+use crate::ci::{NamedJob, RunnerKey};
 
 /// Job `Compile` of stage `Build`: its record in the run's timeline and its hook's `job.id`.
 const JOB: &str = "e87e3d16-29b0-5003-7d86-82b704b96244";
@@ -17,7 +17,7 @@ fn claims() -> Value {
     serde_json::from_slice(&fixture("azure-pipelines-token-claims.json")).unwrap()
 }
 
-fn map(claims: &Value) -> Result<crate::job::Job, ClaimsError> {
+fn map(claims: &Value) -> Result<crate::ci::Job, ClaimsError> {
     CiKind::AzurePipelines.ci().job(&Issuer::named("azure"), claims)
 }
 
@@ -190,7 +190,7 @@ fn a_pool_s_hosted_ness_is_the_runner_s_environment_and_type() {
                 "hosted: {hosted}"
             );
             let runner = facts.to_runner();
-            assert_eq!(runner.environment.map(|fact| fact.source), Some(crate::job::FactSource::CiApi));
+            assert_eq!(runner.environment.map(|fact| fact.source), Some(crate::ci::FactSource::CiApi));
         }
     }
     // `isHosted` absent reads as false, as `runner_type` always has: Microsoft's own pools carry

@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::claims::job_within_run;
 use crate::ci::webhook::{Verdict, WebhookError, basic_credentials_match};
-use crate::job::{NamedJob, bounded_fact};
+use crate::ci::{NamedJob, bounded_fact};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

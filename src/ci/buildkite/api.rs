@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::ci::JobLocator;
 use crate::ci::api::{JobApi, JobReport, Liveness, check_about_job, header_number};
-use crate::job::{FactSource, Job, MAX_LABELS, RunnerFacts, bounded_fact};
+use crate::ci::{FactSource, Job, MAX_LABELS, RunnerFacts, bounded_fact};
 use crate::net::path_segment;
 
 pub struct RestApi;

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::ci::CiKind;
 use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, required};
-use crate::job::{FactSource, Job, MAX_LABELS, Runner, RunnerKey, Sourced, bounded_fact};
+use crate::ci::{FactSource, Job, MAX_LABELS, Runner, RunnerKey, Sourced, bounded_fact};
 
 #[derive(Deserialize)]
 struct Claims {

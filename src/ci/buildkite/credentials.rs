@@ -6,7 +6,7 @@ use http::HeaderMap;
 use serde::Deserialize;
 
 use crate::ci::CredentialsReport;
-use crate::job::bounded_fact;
+use crate::ci::bounded_fact;
 
 pub(super) const PATH: &str = "/v2/access-token";
 

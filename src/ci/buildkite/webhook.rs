@@ -6,8 +6,8 @@ use secrecy::SecretString;
 use serde::Deserialize;
 
 use crate::ci::CiKind;
+use crate::ci::RunnerFacts;
 use crate::ci::webhook::{Verdict, WebhookError, header, hmac_sha256_matches, parse, token_matches, told_by_webhook};
-use crate::job::RunnerFacts;
 
 /// How old (or how far in the future) a signature's timestamp may be: bounds replays.
 const MAX_SIGNATURE_AGE_SECONDS: u64 = 300;

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::ci::CiKind;
 use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, required};
-use crate::job::{DangerousTrigger, Job};
+use crate::ci::{DangerousTrigger, Job};
 
 /// What a policy rule names (`event: ssh_rerun`) to let a job rerun with SSH have credentials: a
 /// person has a shell inside the job, with everything the job may do.

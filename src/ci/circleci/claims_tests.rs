@@ -6,7 +6,7 @@ use super::SSH_RERUN_EVENT;
 use crate::ci::CiKind;
 use crate::ci::test_support::fixture;
 use crate::ci::{ClaimsError, Issuer};
-use crate::job::{DangerousTrigger, Job};
+use crate::ci::{DangerousTrigger, Job};
 
 fn claims(ssh_rerun: Option<Value>) -> Value {
     let mut claims: Value = serde_json::from_slice(&fixture("circleci-token-claims.json")).unwrap();

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::runner::GithubRunner;
 use crate::ci::JobLocator;
 use crate::ci::api::{JobApi, JobReport, Liveness, check_about_job, header_number, until_epoch};
-use crate::job::{FactSource, Job, bounded_fact};
+use crate::ci::{FactSource, Job, bounded_fact};
 use crate::net::path_segment;
 
 pub struct JobsApi;

@@ -10,7 +10,7 @@ use serde_json::json;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::backends::github::app::GithubApp;
+use super::app::{AppError, GithubApp};
 use crate::ci::JobLocator;
 
 /// An installation token is taken again this long before GitHub's expiry (an hour after issue).
@@ -68,11 +68,9 @@ impl AppTokens {
     }
 }
 
-fn refused(error: crate::backends::Error) -> AppTokenError {
+fn refused(error: AppError) -> AppTokenError {
     match error {
-        crate::backends::Error::Throttled { retry_after_seconds, .. } => {
-            AppTokenError::Paused { seconds: retry_after_seconds }
-        }
+        AppError::Throttled { retry_after_seconds } => AppTokenError::Paused { seconds: retry_after_seconds },
         error => AppTokenError::Refused(error.to_string()),
     }
 }

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::ci::CiKind;
 use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, required};
-use crate::job::{DangerousTrigger, Job, RunnerKey};
+use crate::ci::{DangerousTrigger, Job, RunnerKey};
 
 /// Events whose workflows run with the base repository's trust on behalf of whoever opened the
 /// pull request or comment.

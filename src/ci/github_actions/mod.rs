@@ -4,6 +4,8 @@
 
 mod api;
 #[cfg(feature = "server")]
+mod app;
+#[cfg(feature = "server")]
 mod app_tokens;
 mod claims;
 mod credentials;
@@ -12,6 +14,8 @@ mod runner;
 mod webhook;
 
 pub use api::Locator;
+#[cfg(feature = "server")]
+pub use app::{AccessToken, AppError, GithubApp, InstallationAccount, ListedInstallation};
 #[cfg(feature = "server")]
 pub use app_tokens::{AppTokenError, AppTokens};
 

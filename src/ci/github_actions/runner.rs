@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::job::RunnerFacts;
+use crate::ci::RunnerFacts;
 
 /// Null while the job is queued.
 #[derive(Deserialize)]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::webhook::FINAL_STATUSES;
 use crate::ci::JobLocator;
 use crate::ci::api::{JobApi, JobReport, Liveness, TokenHeader, check_about_job, header_number, until_epoch};
-use crate::job::{FactSource, Job, RunnerFacts, bounded_fact};
+use crate::ci::{FactSource, Job, RunnerFacts, bounded_fact};
 use crate::net::path_segment;
 
 pub struct JobsApi;

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::ci::CiKind;
 use crate::ci::Issuer;
 use crate::ci::claims::{ClaimsError, decode, full_ref, required, string_bool};
-use crate::job::{DangerousTrigger, FactSource, Job, Runner, RunnerKey, Sourced};
+use crate::ci::{DangerousTrigger, FactSource, Job, Runner, RunnerKey, Sourced};
 
 #[derive(Deserialize)]
 struct Claims {

@@ -10,7 +10,7 @@ use time::Date;
 use time::macros::format_description;
 
 use crate::ci::CredentialsReport;
-use crate::job::bounded_fact;
+use crate::ci::bounded_fact;
 
 pub(super) const PATH: &str = "/personal_access_tokens/self";
 

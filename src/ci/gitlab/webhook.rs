@@ -5,8 +5,8 @@ use secrecy::SecretString;
 use serde::Deserialize;
 
 use crate::ci::CiKind;
+use crate::ci::RunnerFacts;
 use crate::ci::webhook::{Verdict, WebhookError, header, parse, token_matches, told_by_webhook};
-use crate::job::RunnerFacts;
 
 /// Statuses after which a job runs no more.
 pub(super) const FINAL_STATUSES: &[&str] = &["success", "failed", "canceled", "skipped"];

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::head::{self, Actions};
 use crate::ci::JobLocator;
 use crate::ci::api::{Head, JobApi, JobReport, Liveness, TokenHeader, check_about_job};
-use crate::job::{FactSource, Job, MAX_LABELS, RunnerFacts, bounded_fact};
+use crate::ci::{FactSource, Job, MAX_LABELS, RunnerFacts, bounded_fact};
 use crate::net::path_segment;
 
 pub struct RestApi;

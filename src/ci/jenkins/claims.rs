@@ -10,7 +10,7 @@ use super::templates;
 use crate::ci::CiKind;
 use crate::ci::claims::ClaimsError;
 use crate::ci::{ClaimRole, Issuer};
-use crate::job::{DangerousTrigger, FactSource, Job, Runner, RunnerKey, Sourced, bounded_fact};
+use crate::ci::{DangerousTrigger, FactSource, Job, Runner, RunnerKey, Sourced, bounded_fact};
 
 pub const BUILD_NUMBER: ClaimRole =
     ClaimRole { role: "build_number", default: "build_number", meaning: "the build's number (`${BUILD_NUMBER}`)" };

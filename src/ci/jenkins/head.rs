@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::job_url::branch_of_item;
 use crate::ci::api::Head;
-use crate::job::{DangerousTrigger, Job, bounded_fact};
+use crate::ci::{DangerousTrigger, Job, bounded_fact};
 
 /// The build's fields the head is read from, in the `tree` parameter's form.
 pub const TREE: &str = "actions[revision[head[name,id,origin[name]]]]";

@@ -7,8 +7,8 @@ use super::{Actions, apply};
 use crate::ci::CiKind;
 use crate::ci::api::Head;
 use crate::ci::test_support::fixture;
+use crate::ci::{DangerousTrigger, Job};
 use crate::ci::{Issuer, JobLocator};
-use crate::job::{DangerousTrigger, Job};
 
 fn head_of(body: &Value) -> Result<Head, String> {
     serde_json::from_value::<Actions>(body.clone()).map_err(|e| e.to_string())?.head()

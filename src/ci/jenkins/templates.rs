@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
+use crate::ci::bounded_fact;
 use crate::ci::claims::ClaimsError;
-use crate::job::bounded_fact;
 
 /// Nesting followed below a claim: templates make top-level strings, deeper values are only
 /// looked through so that a literal `${` anywhere is found, not trusted.

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::ci::CiKind;
 use crate::ci::test_support::{basic_auth, fixture};
 use crate::ci::{ClaimsError, Issuer, JobLocator, Liveness, Verdict, WebhookError};
-use crate::job::{DangerousTrigger, FactSource, RunnerKey};
+use crate::ci::{DangerousTrigger, FactSource, RunnerKey};
 
 const BUILD_URL: &str = "https://jenkins.example.com/job/octo-org/job/octo-repo/job/main/42/";
 
@@ -28,7 +28,7 @@ fn with(mut claims: Value, pairs: &[(&str, Value)]) -> Value {
     claims
 }
 
-fn map(claims: &Value) -> Result<crate::job::Job, ClaimsError> {
+fn map(claims: &Value) -> Result<crate::ci::Job, ClaimsError> {
     CiKind::Jenkins.ci().job(&Issuer::named("jenkins"), claims)
 }
 

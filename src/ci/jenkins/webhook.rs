@@ -9,8 +9,8 @@ use serde::Deserialize;
 
 use super::claims::job_id;
 use super::job_url::items;
+use crate::ci::bounded_fact;
 use crate::ci::webhook::{Verdict, WebhookError, basic_credentials_match, parse};
-use crate::job::bounded_fact;
 
 #[derive(Deserialize)]
 struct Delivery {

@@ -3,9 +3,9 @@
 use http::HeaderMap;
 
 use crate::audit::Event;
+use crate::ci::RunnerFacts;
 use crate::ci::{Verdict, WebhookError};
 use crate::clock::now;
-use crate::job::RunnerFacts;
 use crate::lifecycle::{Broker, EndedBy, Error, JobEnd};
 
 /// What the broker did with a delivery.

@@ -4,7 +4,7 @@
 
 use super::{github_job, parse, reasons_for_r, role_policy};
 use crate::ci::CiKind;
-use crate::job::Job;
+use crate::ci::Job;
 use crate::policy::{Error, PolicyFile, PolicySet};
 
 fn load(files: &[(&'static str, &str)]) -> Result<PolicySet, Error> {

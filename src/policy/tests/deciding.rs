@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::{decide, github_job, gitlab_job, parse, reasons_for_r, role_policy, with, with_claim};
-use crate::job::{DangerousTrigger, Job};
+use crate::ci::{DangerousTrigger, Job};
 use crate::policy::RoleDenial;
 
 const TWO_ROLES: &str = r#"

@@ -2,7 +2,7 @@
 //! job's value and what the rule accepts, agreeing with `decide`.
 
 use super::{decide, github_job, parse, role_policy, with, with_claim};
-use crate::job::DangerousTrigger;
+use crate::ci::DangerousTrigger;
 use crate::policy::{ConditionCheck, RoleExplanation, RuleExplanation};
 
 fn check(field: &str, actual: Option<&str>, accepted: &[&str], holds: bool) -> ConditionCheck {

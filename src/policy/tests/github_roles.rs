@@ -10,13 +10,16 @@ fn loads_the_owner_repositories_and_permissions_as_written() {
         "backend: github\nmax_ttl: 30m\ngithub:\n  owner: octo-org\n  repositories: [app, infra]\n  permissions: { contents: write, pull_requests: write, repository_projects: admin }\n",
     )
     .unwrap();
-    let scope = set.role("r").and_then(|r| r.github.clone()).expect("a github scope");
+    let scope = set.role("r").and_then(|r| r.github_app.clone()).expect("a github scope");
     assert_eq!(scope.owner, "octo-org");
     assert_eq!(scope.repositories, Repositories::Names(vec!["app".into(), "infra".into()]));
     assert_eq!(scope.permissions.get("repository_projects").map(String::as_str), Some("admin"));
     let by_id = load("backend: github\nmax_ttl: 1h\ngithub: { owner: octo-org, repository_ids: [123, 456], permissions: { issues: read } }\n")
         .unwrap();
-    assert_eq!(by_id.role("r").and_then(|r| r.github.clone()).unwrap().repositories, Repositories::Ids(vec![123, 456]));
+    assert_eq!(
+        by_id.role("r").and_then(|r| r.github_app.clone()).unwrap().repositories,
+        Repositories::Ids(vec![123, 456])
+    );
 }
 
 #[test]

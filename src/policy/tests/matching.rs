@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::{github_job, gitlab_job, parse, reasons_for_r, role_policy, token_fact, with};
-use crate::job::Job;
+use crate::ci::Job;
 
 struct Case {
     name: &'static str,

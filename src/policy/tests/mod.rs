@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::{Decision, PolicyFile, PolicySet};
 use crate::ci::CiKind;
-use crate::job::{FactSource, Job, RunnerKey, Sourced};
+use crate::ci::{FactSource, Job, RunnerKey, Sourced};
 
 /// A runner fact as a signed claim tells it.
 fn token_fact(value: &str) -> Option<Sourced<String>> {

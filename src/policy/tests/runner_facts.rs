@@ -2,7 +2,7 @@
 //! is false when nobody did (with the reason why), and a decision says when it needs one.
 
 use super::{github_job, gitlab_job, parse, reasons_for_r, role_policy, with};
-use crate::job::{FactSource, Job, Sourced};
+use crate::ci::{FactSource, Job, Sourced};
 
 fn told(value: &str, source: FactSource) -> Option<Sourced<String>> {
     Some(Sourced::new(value.to_owned(), source))
@@ -138,7 +138,7 @@ fn a_fact_from_a_stronger_source_wins_a_merge() {
     let mut runner = github_job().runner;
     runner.group = told("from-webhook", FactSource::Webhook);
     runner.name = told("from-token", FactSource::Token);
-    runner.merge(crate::job::Runner {
+    runner.merge(crate::ci::Runner {
         group: told("from-api", FactSource::CiApi),
         name: told("api-name", FactSource::CiApi),
         ..Default::default()
@@ -211,7 +211,7 @@ fn runner_keys_per_ci() {
     assert_eq!(managed.runner_key().as_deref(), Ok("s_7c3b2a1f9e04"));
     let mut buildkite = Job::new("buildkite", "j", "acme-inc/app");
     buildkite.kind = Some(crate::ci::CiKind::Buildkite);
-    buildkite.runner_key_by = crate::job::RunnerKey::Id;
+    buildkite.runner_key_by = crate::ci::RunnerKey::Id;
     assert_eq!(buildkite.runner_key(), Err("runner_id"));
     buildkite.runner.id = told("0184990a", FactSource::Token);
     assert_eq!(buildkite.runner_key().as_deref(), Ok("0184990a"));

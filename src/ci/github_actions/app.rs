@@ -1,5 +1,6 @@
 //! The broker's GitHub App: the App JWT it signs, the installation of an account it looks up
-//! (and caches), and the calls it makes as that installation. Answers are bounded and strictly
+//! (and caches), and the calls it makes as that installation. Both the jobs API reads
+//! (`app_tokens.rs`) and the `github_app` credential (`backends/github_app`) call GitHub through it. Answers are bounded and strictly
 //! typed; GitHub's refusals keep GitHub's own message, which names what is wrong.
 
 use std::time::Duration;
@@ -11,11 +12,9 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use crate::backends::Error;
 use crate::clock;
 use crate::net::{check_url_scheme, path_segment};
 
-const NAME: &str = "github";
 const API_VERSION: &str = "2022-11-28";
 /// Larger than any answer of the endpoints used (an access token naming 500 repositories).
 const MAX_ANSWER_BYTES: usize = 2 * 1024 * 1024;
@@ -27,6 +26,21 @@ const JWT_LIFETIME_SECONDS: i64 = 9 * 60;
 const INSTALLATION_CACHE: Duration = Duration::from_secs(3600);
 /// The longest `Retry-After` the broker passes on.
 const MAX_RETRY_AFTER_SECONDS: u64 = 3600;
+
+/// What went wrong in a call to GitHub's App API; the backend and the jobs API reads each map it
+/// onto their own errors.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// GitHub could not be reached, failed, or answered what does not parse.
+    #[error("github is unavailable: {0}")]
+    Unavailable(String),
+    /// GitHub refused the call; `code` carries GitHub's status and message.
+    #[error("github refused the request ({code}): {reason}")]
+    Refused { code: String, reason: String },
+    /// GitHub asked for a pause in calls.
+    #[error("github is rate limiting the broker; retry in {retry_after_seconds} s")]
+    Throttled { retry_after_seconds: u64 },
+}
 
 pub struct GithubApp {
     api_url: String,
@@ -77,7 +91,12 @@ struct GithubMessage {
 }
 
 impl GithubApp {
-    pub fn new(api_url: &str, app_id: &str, private_key_pem: &SecretString, timeout: Duration) -> Result<Self, Error> {
+    pub fn new(
+        api_url: &str,
+        app_id: &str,
+        private_key_pem: &SecretString,
+        timeout: Duration,
+    ) -> Result<Self, AppError> {
         check_url_scheme(api_url).map_err(|reason| refused("config", reason))?;
         let key = EncodingKey::from_rsa_pem(private_key_pem.expose_secret().as_bytes())
             .map_err(|_| refused("config", "the App's private key is not an RSA key in PEM".into()))?;
@@ -100,7 +119,7 @@ impl GithubApp {
     }
 
     /// An App JWT, good for nine minutes.
-    fn app_jwt(&self) -> Result<SecretString, Error> {
+    fn app_jwt(&self) -> Result<SecretString, AppError> {
         #[derive(serde::Serialize)]
         struct AppClaims<'a> {
             iat: i64,
@@ -116,19 +135,19 @@ impl GithubApp {
     }
 
     /// `GET /app`: the App authenticates.
-    pub async fn check(&self) -> Result<(), Error> {
+    pub async fn check(&self) -> Result<(), AppError> {
         let jwt = self.app_jwt()?;
         self.call::<serde_json::Value>(Method::GET, "/app", &jwt, None).await.map(|_| ())
     }
 
     /// `GET /app/installations` (App JWT): the App's installations, the first hundred.
-    pub async fn installations(&self) -> Result<Vec<ListedInstallation>, Error> {
+    pub async fn installations(&self) -> Result<Vec<ListedInstallation>, AppError> {
         let jwt = self.app_jwt()?;
         self.call(Method::GET, "/app/installations?per_page=100", &jwt, None).await
     }
 
     /// The installation of the App on `owner`: an organisation's, else a user's.
-    pub async fn installation(&self, owner: &str) -> Result<u64, Error> {
+    pub async fn installation(&self, owner: &str) -> Result<u64, AppError> {
         if let Some(id) = self.installations.get(owner).await {
             return Ok(id);
         }
@@ -138,7 +157,7 @@ impl GithubApp {
             match self.call::<Installation>(Method::GET, &format!("/orgs/{owner_path}/installation"), &jwt, None).await
             {
                 Ok(installation) => installation.id,
-                Err(Error::Refused { code, .. }) if code.starts_with("HTTP 404") => {
+                Err(AppError::Refused { code, .. }) if code.starts_with("HTTP 404") => {
                     self.call::<Installation>(Method::GET, &format!("/users/{owner_path}/installation"), &jwt, None)
                         .await?
                         .id
@@ -151,7 +170,7 @@ impl GithubApp {
 
     /// The installation of the App that covers `repository` (`owner/name`):
     /// `GET /repos/{owner}/{repo}/installation`.
-    pub async fn repository_installation(&self, repository: &str) -> Result<u64, Error> {
+    pub async fn repository_installation(&self, repository: &str) -> Result<u64, AppError> {
         let key = format!("repository:{repository}");
         if let Some(id) = self.installations.get(&key).await {
             return Ok(id);
@@ -169,16 +188,16 @@ impl GithubApp {
     }
 
     /// An installation token of `installation` with exactly `scope` (the request body).
-    pub async fn access_token(&self, installation: u64, scope: &serde_json::Value) -> Result<AccessToken, Error> {
+    pub async fn access_token(&self, installation: u64, scope: &serde_json::Value) -> Result<AccessToken, AppError> {
         let jwt = self.app_jwt()?;
         self.call(Method::POST, &format!("/app/installations/{installation}/access_tokens"), &jwt, Some(scope)).await
     }
 
     /// `DELETE /installation/token`: 204 revokes it; 401 means it is dead already.
-    pub async fn revoke(&self, token: &SecretString) -> Result<(), Error> {
+    pub async fn revoke(&self, token: &SecretString) -> Result<(), AppError> {
         match self.call::<serde_json::Value>(Method::DELETE, "/installation/token", token, None).await {
             Ok(_) => Ok(()),
-            Err(Error::Refused { code, .. }) if code.starts_with("HTTP 401") => Ok(()),
+            Err(AppError::Refused { code, .. }) if code.starts_with("HTTP 401") => Ok(()),
             Err(error) => Err(error),
         }
     }
@@ -189,7 +208,7 @@ impl GithubApp {
         path: &str,
         bearer: &SecretString,
         body: Option<&serde_json::Value>,
-    ) -> Result<T, Error> {
+    ) -> Result<T, AppError> {
         // reqwest marks the header sensitive; the credential is never formatted here.
         let mut request = self
             .http
@@ -218,13 +237,12 @@ impl GithubApp {
                 .map_err(|e| unavailable(format!("{path}: the answer does not parse: {e}")));
         }
         if let Some(retry_after_seconds) = rate_limited(status, &headers) {
-            return Err(Error::Throttled { backend: NAME, retry_after_seconds });
+            return Err(AppError::Throttled { retry_after_seconds });
         }
         let message = serde_json::from_slice::<GithubMessage>(&answer).map(|m| m.message).unwrap_or_default();
         let message: String = message.chars().filter(|c| !c.is_control()).take(300).collect();
         match status.as_u16() {
-            400..=499 => Err(Error::Refused {
-                backend: NAME,
+            400..=499 => Err(AppError::Refused {
                 code: format!("HTTP {}: {message}", status.as_u16()),
                 reason: format!("{path} answered HTTP {}: {message}", status.as_u16()),
             }),
@@ -251,10 +269,10 @@ fn rate_limited(status: StatusCode, headers: &HeaderMap) -> Option<u64> {
     Some(retry_after.or(until_reset).unwrap_or(60).clamp(1, MAX_RETRY_AFTER_SECONDS))
 }
 
-fn unavailable(reason: String) -> Error {
-    Error::Unavailable { backend: NAME, reason }
+fn unavailable(reason: String) -> AppError {
+    AppError::Unavailable(reason)
 }
 
-fn refused(code: &str, reason: String) -> Error {
-    Error::Refused { backend: NAME, code: code.to_owned(), reason }
+fn refused(code: &str, reason: String) -> AppError {
+    AppError::Refused { code: code.to_owned(), reason }
 }

@@ -76,7 +76,7 @@ pub enum Repositories {
 }
 
 #[derive(Clone, Debug)]
-pub struct GithubScope {
+pub struct GithubAppScope {
     /// The account (organisation or user) whose installation of the broker's App mints it.
     pub owner: String,
     pub repositories: Repositories,
@@ -97,9 +97,9 @@ struct GithubFields {
     permissions: Option<BTreeMap<String, String>>,
 }
 
-pub(super) struct GithubDoc(pub(super) GithubScope);
+pub(super) struct GithubAppDoc(pub(super) GithubAppScope);
 
-impl<'de> Deserialize<'de> for GithubDoc {
+impl<'de> Deserialize<'de> for GithubAppDoc {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         from_map(d, "a `github:` mapping with `owner`, `repositories` and `permissions`", |doc: GithubFields| {
             let owner = match doc.owner {
@@ -129,7 +129,7 @@ impl<'de> Deserialize<'de> for GithubDoc {
             for (name, level) in &permissions {
                 check_permission(name, level)?;
             }
-            Ok(GithubDoc(GithubScope { owner, repositories, permissions }))
+            Ok(GithubAppDoc(GithubAppScope { owner, repositories, permissions }))
         })
     }
 }

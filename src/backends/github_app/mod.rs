@@ -3,7 +3,6 @@
 //! one hour, so a shorter `max_ttl` is the broker's to enforce: it revokes them at the lease's
 //! expiry as well as at the job's end.
 
-pub mod app;
 mod seal;
 
 use std::time::Duration;
@@ -14,22 +13,22 @@ use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::config::GithubConfig;
+use super::config::GithubAppConfig;
 use super::{Backend, Credential, Error, MintRequest, Minted, RevokeHandle};
+use crate::ci::{AppError, GithubApp};
 use crate::clock;
-use crate::policy::{GithubScope, Repositories};
-use app::GithubApp;
+use crate::policy::{GithubAppScope, Repositories};
 use seal::TokenSeal;
 
 const NAME: &str = "github";
 
-pub struct GithubBackend {
+pub struct GithubAppBackend {
     app: GithubApp,
     seal: TokenSeal,
 }
 
-impl GithubBackend {
-    pub fn new(config: &GithubConfig, private_key_pem: &SecretString) -> Result<Self, Error> {
+impl GithubAppBackend {
+    pub fn new(config: &GithubAppConfig, private_key_pem: &SecretString) -> Result<Self, Error> {
         let app = GithubApp::new(
             &config.api_url,
             &config.app_id,
@@ -41,28 +40,28 @@ impl GithubBackend {
 }
 
 /// The body of `POST /app/installations/{id}/access_tokens`: exactly the role's scope.
-fn token_request(scope: &GithubScope) -> serde_json::Value {
+fn token_request(scope: &GithubAppScope) -> serde_json::Value {
     match &scope.repositories {
         Repositories::Names(names) => json!({ "repositories": names, "permissions": scope.permissions }),
         Repositories::Ids(ids) => json!({ "repository_ids": ids, "permissions": scope.permissions }),
     }
 }
 
-impl Backend for GithubBackend {
-    type Scope = GithubScope;
+impl Backend for GithubAppBackend {
+    type Scope = GithubAppScope;
 
-    async fn mint(&self, request: MintRequest<'_, GithubScope>) -> Result<Minted, Error> {
+    async fn mint(&self, request: MintRequest<'_, GithubAppScope>) -> Result<Minted, Error> {
         let installation = self.app.installation(&request.scope.owner).await?;
         let token = self.app.access_token(installation, &token_request(request.scope)).await?;
         // Where GitHub's own expiry cannot be read, an hour is what GitHub documents.
         let github_expiry = OffsetDateTime::parse(&token.expires_at, &Rfc3339)
             .unwrap_or_else(|_| OffsetDateTime::now_utc() + Duration::from_secs(3600));
-        let handle = RevokeHandle::Github {
+        let handle = RevokeHandle::GithubApp {
             token_sha256: hex::encode(Sha256::digest(token.token.expose_secret().as_bytes())),
             sealed_token: self.seal.seal(&token.token),
             expires_at: github_expiry.unix_timestamp(),
         };
-        let credential = Credential::Github {
+        let credential = Credential::GithubApp {
             token: token.token,
             permissions: token.permissions,
             repositories: token.repositories.into_iter().map(|repository| repository.name).collect(),
@@ -72,7 +71,7 @@ impl Backend for GithubBackend {
     }
 
     async fn revoke(&self, handle: &RevokeHandle) -> Result<(), Error> {
-        let RevokeHandle::Github { sealed_token, expires_at, .. } = handle else {
+        let RevokeHandle::GithubApp { sealed_token, expires_at, .. } = handle else {
             return Err(Error::WrongHandle(NAME));
         };
         // Past GitHub's own expiry the token is dead, whatever happened to the App's key.
@@ -84,10 +83,20 @@ impl Backend for GithubBackend {
             code: "unsealable".into(),
             reason: "the stored token was sealed with another App key; it dies at its expiry".into(),
         })?;
-        self.app.revoke(&token).await
+        Ok(self.app.revoke(&token).await?)
     }
 
     async fn check(&self) -> Result<(), Error> {
-        self.app.check().await
+        Ok(self.app.check().await?)
+    }
+}
+
+impl From<AppError> for Error {
+    fn from(error: AppError) -> Self {
+        match error {
+            AppError::Unavailable(reason) => Error::Unavailable { backend: NAME, reason },
+            AppError::Refused { code, reason } => Error::Refused { backend: NAME, code, reason },
+            AppError::Throttled { retry_after_seconds } => Error::Throttled { backend: NAME, retry_after_seconds },
+        }
     }
 }
