@@ -12,9 +12,11 @@ pub enum DangerousTrigger {
     /// A GitHub event such as `pull_request_target`; allowed only by a rule whose `event`
     /// condition lists it literally.
     Event(String),
-    /// A GitLab job whose `project_path` (the pipeline's source, e.g. a fork) differs from
-    /// `job_project_path`; allowed only by a rule with a literal `claims.project_path` condition.
-    ForeignProject { project_path: String },
+    /// A claim whose value says the job runs code from outside the project it is trusted as (a
+    /// GitLab job whose `project_path`, the pipeline's source, e.g. a fork, differs from
+    /// `job_project_path`); allowed only by a rule with a literal `claims.<claim>` condition.
+    /// `why` says so after the value, in a refusal.
+    ForeignClaim { claim: &'static str, value: String, why: &'static str },
 }
 
 /// One CI job, as far as its verified token tells. Every optional field is `None` when the token

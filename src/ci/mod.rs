@@ -16,10 +16,12 @@ mod jenkins;
 mod job;
 mod job_token;
 mod kind;
+mod lints;
 mod named_job;
 mod runner;
 mod step_output;
 mod webhook;
+mod webhook_secret;
 
 #[cfg(test)]
 #[path = "answer_tests.rs"]
@@ -41,10 +43,12 @@ pub use github_actions::{
 };
 pub use job::{DangerousTrigger, Job};
 pub use job_token::{AskToken, Asking, Env, JobToken};
+pub use lints::{ChangeRequest, PinningClaims, RefsNeedApi, RuleLints};
 pub use named_job::{NamedJob, is_guid};
 pub use runner::{FactSource, MAX_FACT_CHARS, MAX_LABELS, Runner, RunnerFacts, RunnerKey, Sourced, bounded_fact};
 pub use step_output::StepOutput;
 pub use webhook::{Verdict, WebhookError};
+pub use webhook_secret::WebhookSecret;
 
 use std::collections::BTreeMap;
 
@@ -73,8 +77,8 @@ pub struct Ci {
     pub claim_roles: &'static [ClaimRole],
     /// The job a verified token's claims describe.
     map_claims: fn(&Issuer<'_>, &Value) -> Result<Job, ClaimsError>,
-    /// The key of `[webhooks.<name>]` that names the env var holding the webhook's secret.
-    pub webhook_secret_key: &'static str,
+    /// How its webhook presents the secret: the key of `[webhooks.<name>]` that names it.
+    pub webhook_secret: WebhookSecret,
     /// What `/v1/webhooks/<name>` takes, for the OpenAPI document.
     pub webhook_summary: &'static str,
     /// Authenticates a delivery with the configured secret, and reads what it asks for.
@@ -89,6 +93,8 @@ pub struct Ci {
     pub step_output: Option<StepOutput>,
     /// How an exchange names the job within its run, for a CI whose token names only the run.
     pub job_in_run: Option<JobInRun>,
+    /// What `ci-creds policy check` warns of in a rule for this CI.
+    pub lints: RuleLints,
 }
 
 /// For a CI whose token names the run and not the job (Azure Pipelines): the job `ci-creds get`

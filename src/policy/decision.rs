@@ -81,8 +81,8 @@ impl Rule {
     fn names_trigger(&self, trigger: &DangerousTrigger) -> bool {
         self.conditions.iter().any(|c| match trigger {
             DangerousTrigger::Event(event) => c.field == Field::Event && c.values.is_named(event),
-            DangerousTrigger::ForeignProject { project_path } => {
-                matches!(&c.field, Field::Claim(name) if &**name == PROJECT_PATH) && c.values.is_named(project_path)
+            DangerousTrigger::ForeignClaim { claim, value, .. } => {
+                matches!(&c.field, Field::Claim(name) if &**name == *claim) && c.values.is_named(value)
             }
         })
     }
@@ -92,11 +92,7 @@ impl Rule {
         let trigger = ctx.job.dangerous_trigger.as_ref().filter(|t| !self.names_trigger(t))?;
         let (field, value, what) = match trigger {
             DangerousTrigger::Event(event) => (Field::Event, event, "is a dangerous trigger"),
-            DangerousTrigger::ForeignProject { project_path } => (
-                Field::Claim(PROJECT_PATH.into()),
-                project_path,
-                "is not the job's own project (e.g. a fork's pipeline)",
-            ),
+            DangerousTrigger::ForeignClaim { claim, value, why } => (Field::Claim((*claim).into()), value, *why),
         };
         let reason = format!("{field}: {value} {what} and the rule does not name it explicitly");
         Some((field, reason))
@@ -120,5 +116,3 @@ impl Rule {
         reasons
     }
 }
-
-const PROJECT_PATH: &str = "project_path";

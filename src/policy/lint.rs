@@ -8,15 +8,12 @@ use super::condition::Condition;
 use super::field::Field;
 use super::model::BackendKind;
 use super::rule::Rule;
-use crate::ci::CiKind;
+use crate::ci::{ChangeRequest, CiKind, PinningClaims};
 
 /// Probes for "any value": two names no policy author would list, with different owners.
 const ANY_REPOSITORY: [&str; 2] = ["ci-creds-lint-probe/any-repo", "someone-else/other-repo"];
 const ANY_OWNER: [&str; 2] = ["ci-creds-lint-probe", "someone-else"];
 const ANY_ID: [&str; 2] = ["1", "987654321"];
-/// Pull-request and merge-request events of GitHub and GitLab, and the refs their jobs run on.
-const PR_EVENTS: [&str; 2] = ["pull_request", "merge_request_event"];
-const PR_REFS: [&str; 2] = ["refs/pull/1/merge", "refs/merge-requests/1/head"];
 
 /// One risky allow rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,26 +51,22 @@ fn lint_rule(
     warn: &mut impl FnMut(String, &str),
 ) {
     let has = |field: Field| find(rule, &field).is_some();
-    let azure = only_issuers_of(rule, CiKind::AzurePipelines, issuer_kinds);
-    if azure {
-        // The issuer pins the organisation; `rpo_id` of a GitHub repository is a name, and Azure
-        // Pipelines tokens carry no repository id.
-        if !has(Field::Claim("prj_id".into())) && !has(Field::Claim("def_id".into())) {
-            warn(
-                "this Azure Pipelines rule pins neither the project nor the pipeline: any pipeline of the organisation that builds a repository of that name, or runs on that ref, matches it".into(),
-                "add `claims: { prj_id: <project id>, def_id: <pipeline id> }` beside `repository` and `ref`",
-            );
-        }
+    let pinning = one_ci(rule, issuer_kinds).and_then(|kind| kind.ci().lints.pinning_claims.as_ref());
+    if let Some(PinningClaims { claims, message, hint }) = pinning
+        && !claims.iter().any(|claim| has(Field::Claim((*claim).into())))
+    {
+        warn((*message).into(), hint);
     }
     let pinned_by_name = has(Field::Repository) || has(Field::Owner);
     let pinned_by_id = has(Field::RepositoryId) || has(Field::OwnerId);
-    if azure || has(Field::JobName) {
-        // Pinned as far as the CI allows: a Jenkins job has no id, its full name on the pinned
-        // controller is all there is; an Azure rule is judged above.
+    let pinned_as_the_ci_allows = pinned_by().any(|(_, field)| has(field));
+    if pinning.is_some() || pinned_as_the_ci_allows {
+        // Pinned as far as the CI allows, or judged by its claims above.
     } else if !pinned_by_name && !pinned_by_id {
+        let others: String = pinned_by().map(|(title, field)| format!("; `{field}:` for {title}")).collect();
         warn(
             "the rule has no repository or owner condition: any repository the issuer serves can match it".into(),
-            "add `repository_id:` (or `owner_id:` for an organisation-wide rule; `job_name:` for Jenkins)",
+            &format!("add `repository_id:` (or `owner_id:` for an organisation-wide rule{others})"),
         );
     } else if has(Field::Repository) && !has(Field::RepositoryId) {
         warn(
@@ -125,18 +118,32 @@ fn lint_rule(
     }
 }
 
-/// A rule is reachable when neither its `event` nor its `ref` condition keeps pull-request jobs out.
+/// A rule is reachable when neither its `event` nor its `ref` condition keeps the jobs of every
+/// CI's pull and merge requests out.
 fn reachable_from_pull_requests(rule: &Rule) -> bool {
-    let admits =
-        |field: Field, probes: &[&str]| find(rule, &field).is_none_or(|c| probes.iter().any(|p| c.values.matches(p)));
-    admits(Field::Event, &PR_EVENTS) && admits(Field::Ref, &PR_REFS)
+    let requests: Vec<_> = CiKind::ALL.iter().filter_map(|kind| kind.ci().lints.change_request.as_ref()).collect();
+    let admits = |field: Field, probe: fn(&ChangeRequest) -> &str| {
+        find(rule, &field).is_none_or(|c| requests.iter().any(|request| c.values.matches(probe(request))))
+    };
+    admits(Field::Event, |request| request.event) && admits(Field::Ref, |request| request.git_ref)
 }
 
-/// Whether every issuer the rule's `issuer` condition lists is known to be of `kind`.
-fn only_issuers_of(rule: &Rule, kind: CiKind, issuer_kinds: &BTreeMap<String, CiKind>) -> bool {
-    let Some(condition) = find(rule, &Field::Issuer) else { return false };
-    let names = condition.values.texts();
-    !names.is_empty() && names.iter().all(|name| issuer_kinds.get(name.as_str()) == Some(&kind))
+/// The CIs' conditions that pin a job where their tokens carry no repository id, with the CI's
+/// title.
+fn pinned_by() -> impl Iterator<Item = (&'static str, Field)> {
+    CiKind::ALL.into_iter().filter_map(|kind| {
+        let field = Field::from_key(kind.ci().lints.pinned_by?)?;
+        Some((kind.ci().title, field))
+    })
+}
+
+/// The CI of every issuer the rule's `issuer` condition lists, when they are all known to be of
+/// one.
+fn one_ci(rule: &Rule, issuer_kinds: &BTreeMap<String, CiKind>) -> Option<CiKind> {
+    let names = find(rule, &Field::Issuer)?.values.texts();
+    let mut kinds = names.iter().map(|name| issuer_kinds.get(name.as_str()).copied());
+    let first = kinds.next()??;
+    kinds.all(|kind| kind == Some(first)).then_some(first)
 }
 
 fn find<'r>(rule: &'r Rule, field: &Field) -> Option<&'r Condition> {

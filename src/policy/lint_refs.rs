@@ -1,29 +1,50 @@
-//! Rules on what a build runs for, where the issuer's tokens cannot tell it: a Jenkins issuer
-//! without its build API. A `branch` claim names a tag build's tag and a change request's `PR-7`
-//! as branches, and without one the ref is unknown.
+//! Rules on what a build runs for, where the issuer's tokens cannot tell it without its CI's API
+//! (`RuleLints::refs_need_api` of the issuer's CI says so, and why).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::PolicySet;
 use super::field::Field;
 use super::lint::Warning;
-use crate::ci::CiKind;
+use crate::ci::{CiKind, RefsNeedApi};
 
 impl PolicySet {
-    /// Every allow rule conditioned on `ref`, `ref_type` or `event` that a Jenkins issuer without
-    /// `[ci_api.<issuer>]` (`with_api` lists those with one) can match: the rule names it, or
-    /// names no issuer at all.
+    /// Every allow rule conditioned on `ref`, `ref_type` or `event` that an issuer of such a CI
+    /// without `[ci_api.<issuer>]` (`with_api` lists those with one) can match: the rule names
+    /// it, or names no issuer at all. One warning per rule and CI.
     pub fn lint_unknowable_refs(
         &self,
         issuer_kinds: &BTreeMap<String, CiKind>,
         with_api: &BTreeSet<String>,
     ) -> Vec<Warning> {
-        let blind: BTreeSet<&str> = issuer_kinds
-            .iter()
-            .filter(|(name, kind)| **kind == CiKind::Jenkins && !with_api.contains(*name))
-            .map(|(name, _)| name.as_str())
-            .collect();
         let mut warnings = Vec::new();
+        for kind in CiKind::ALL {
+            let Some(RefsNeedApi { why, hint }) = &kind.ci().lints.refs_need_api else { continue };
+            let blind: BTreeSet<&str> = issuer_kinds
+                .iter()
+                .filter(|(name, of)| **of == kind && !with_api.contains(*name))
+                .map(|(name, _)| name.as_str())
+                .collect();
+            for (role, rule, field, named) in self.rules_on_refs_matching(&blind) {
+                warnings.push(Warning {
+                    role: role.to_owned(),
+                    rule,
+                    message: format!(
+                        "the rule conditions `{field}` for {} issuer(s) {} with no `[ci_api.<issuer>]`: {why}",
+                        kind.ci().title,
+                        named.join(", ")
+                    ),
+                    hint: (*hint).into(),
+                });
+            }
+        }
+        warnings
+    }
+
+    /// Each allow rule (its role, its 1-based index, the field) conditioned on `ref`, `ref_type`
+    /// or `event` that an issuer of `issuers` can match, with those it can.
+    fn rules_on_refs_matching<'a>(&'a self, issuers: &BTreeSet<&'a str>) -> Vec<(&'a str, usize, Field, Vec<&'a str>)> {
+        let mut found = Vec::new();
         for role in self.roles() {
             for (i, rule) in role.allow.iter().enumerate() {
                 let Some(field) = [Field::Ref, Field::RefType, Field::Event]
@@ -34,24 +55,15 @@ impl PolicySet {
                 };
                 let issuer = rule.conditions.iter().find(|c| c.field == Field::Issuer);
                 let named: Vec<&str> = match issuer {
-                    Some(condition) => blind.iter().copied().filter(|name| condition.values.matches(name)).collect(),
-                    None => blind.iter().copied().collect(),
+                    Some(condition) => issuers.iter().copied().filter(|name| condition.values.matches(name)).collect(),
+                    None => issuers.iter().copied().collect(),
                 };
-                if named.is_empty() {
-                    continue;
+                if !named.is_empty() {
+                    found.push((role.name.as_str(), i + 1, field, named));
                 }
-                warnings.push(Warning {
-                    role: role.name.clone(),
-                    rule: i + 1,
-                    message: format!(
-                        "the rule conditions `{field}` for Jenkins issuer(s) {} with no `[ci_api.<issuer>]`: without the build API a tag or a change request cannot be told from a branch, and a build with no `branch` claim has no ref",
-                        named.join(", ")
-                    ),
-                    hint: "configure `[ci_api.<issuer>]` for the issuer, so that Jenkins itself tells each build's branch, tag or change request".into(),
-                });
             }
         }
-        warnings
+        found
     }
 }
 

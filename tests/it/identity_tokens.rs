@@ -98,7 +98,7 @@ async fn maps_gitlab_fixture_onto_the_project_the_job_runs_in() {
         .unwrap();
     let job = verifier.verify(&fork).await.unwrap();
     assert_eq!(job.repository, "my-group/my-project");
-    assert!(matches!(job.dangerous_trigger, Some(DangerousTrigger::ForeignProject { .. })));
+    assert!(matches!(job.dangerous_trigger, Some(DangerousTrigger::ForeignClaim { claim: "project_path", .. })));
 }
 
 #[tokio::test]

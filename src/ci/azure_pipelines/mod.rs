@@ -23,7 +23,7 @@ mod tests;
 
 pub use api::Locator;
 
-use super::{Ci, JobInRun, StepOutput};
+use super::{Ci, JobInRun, PinningClaims, RuleLints, StepOutput, WebhookSecret};
 
 pub const CI: Ci = Ci {
     title: "Azure Pipelines",
@@ -33,7 +33,7 @@ pub const CI: Ci = Ci {
     fixed_audience: Some("api://AzureADTokenExchange"),
     liveness_required: true,
     map_claims: claims::job,
-    webhook_secret_key: "credentials_env",
+    webhook_secret: WebhookSecret::Basic,
     webhook_summary: "Azure DevOps service hooks (`ms.vss-pipelines.run-state-changed-event`, `ms.vss-pipelines.job-state-changed-event`), by HTTP Basic credentials.",
     read_delivery: webhook::read,
     api: Some(&api::BuildsApi),
@@ -48,4 +48,14 @@ pub const CI: Ci = Ci {
         warning: None,
     }),
     job_in_run: Some(JobInRun { from_env: job_token::named_job, bind: claims::bind_job }),
+    lints: RuleLints {
+        // The issuer pins the organisation; `rpo_id` of a GitHub repository is a name, and Azure
+        // Pipelines tokens carry no repository id.
+        pinning_claims: Some(PinningClaims {
+            claims: &["prj_id", "def_id"],
+            message: "this Azure Pipelines rule pins neither the project nor the pipeline: any pipeline of the organisation that builds a repository of that name, or runs on that ref, matches it",
+            hint: "add `claims: { prj_id: <project id>, def_id: <pipeline id> }` beside `repository` and `ref`",
+        }),
+        ..RuleLints::NONE
+    },
 };

@@ -9,7 +9,7 @@ mod webhook;
 
 pub use api::Locator;
 
-use super::Ci;
+use super::{Ci, RuleLints, WebhookSecret};
 
 pub const CI: Ci = Ci {
     title: "Buildkite",
@@ -19,7 +19,7 @@ pub const CI: Ci = Ci {
     liveness_required: false,
     claim_roles: &[],
     map_claims: claims::job,
-    webhook_secret_key: "token_env",
+    webhook_secret: WebhookSecret::Token,
     webhook_summary: "Buildkite `job.finished` deliveries, by `X-Buildkite-Token` or `X-Buildkite-Signature`.",
     read_delivery: webhook::read,
     api: Some(&api::RestApi),
@@ -27,4 +27,5 @@ pub const CI: Ci = Ci {
     job_token_hint: "$BUILDKITE_AGENT_ACCESS_TOKEN (Buildkite, via `buildkite-agent oidc request-token`)",
     step_output: None,
     job_in_run: None,
+    lints: RuleLints::NONE,
 };

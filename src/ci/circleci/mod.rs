@@ -4,7 +4,7 @@
 mod claims;
 mod webhook;
 
-use super::{Ci, Env, JobToken};
+use super::{Ci, Env, JobToken, RuleLints, WebhookSecret};
 
 const TOKEN_ENV: &str = "CIRCLE_OIDC_TOKEN_V2";
 
@@ -16,7 +16,7 @@ pub const CI: Ci = Ci {
     liveness_required: false,
     claim_roles: &[],
     map_claims: claims::job,
-    webhook_secret_key: "secret_env",
+    webhook_secret: WebhookSecret::Hmac,
     webhook_summary: "CircleCI `job-completed` deliveries, signed with `circleci-signature: v1=…`.",
     read_delivery: webhook::read,
     api: None,
@@ -24,6 +24,7 @@ pub const CI: Ci = Ci {
     job_token_hint: "$CIRCLE_OIDC_TOKEN_V2 (CircleCI)",
     step_output: None,
     job_in_run: None,
+    lints: RuleLints::NONE,
 };
 
 /// The token CircleCI puts in every job's environment, with the project's audience.

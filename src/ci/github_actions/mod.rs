@@ -19,7 +19,7 @@ pub use app::{AccessToken, AppError, GithubApp, InstallationAccount, ListedInsta
 #[cfg(feature = "server")]
 pub use app_tokens::{AppTokenError, AppTokens};
 
-use super::{Ci, StepOutput};
+use super::{ChangeRequest, Ci, RuleLints, StepOutput, WebhookSecret};
 
 pub const CI: Ci = Ci {
     title: "GitHub",
@@ -29,7 +29,7 @@ pub const CI: Ci = Ci {
     liveness_required: false,
     claim_roles: &[],
     map_claims: claims::job,
-    webhook_secret_key: "secret_env",
+    webhook_secret: WebhookSecret::Hmac,
     webhook_summary: "GitHub `workflow_job` deliveries, signed with `X-Hub-Signature-256`.",
     read_delivery: webhook::read,
     api: Some(&api::JobsApi),
@@ -44,4 +44,8 @@ pub const CI: Ci = Ci {
         warning: None,
     }),
     job_in_run: None,
+    lints: RuleLints {
+        change_request: Some(ChangeRequest { event: "pull_request", git_ref: "refs/pull/1/merge" }),
+        ..RuleLints::NONE
+    },
 };

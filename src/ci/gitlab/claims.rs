@@ -34,10 +34,12 @@ struct Claims {
 pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
     let c: Claims = decode(claims)?;
     let repository = required(c.job_project_path, "job_project_path")?;
-    let dangerous_trigger = c
-        .project_path
-        .filter(|source| *source != repository)
-        .map(|project_path| DangerousTrigger::ForeignProject { project_path });
+    let dangerous_trigger =
+        c.project_path.filter(|source| *source != repository).map(|value| DangerousTrigger::ForeignClaim {
+            claim: "project_path",
+            value,
+            why: "is not the job's own project (e.g. a fork's pipeline)",
+        });
     let git_ref = c.ref_path.or_else(|| c.git_ref.as_deref().and_then(|name| full_ref(c.ref_type.as_deref(), name)));
     Ok(Job {
         kind: Some(CiKind::Gitlab),

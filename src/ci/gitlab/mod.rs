@@ -8,7 +8,7 @@ mod webhook;
 
 pub use api::Locator;
 
-use super::{Ci, StepOutput};
+use super::{ChangeRequest, Ci, RuleLints, StepOutput, WebhookSecret};
 
 pub const CI: Ci = Ci {
     title: "GitLab",
@@ -18,7 +18,7 @@ pub const CI: Ci = Ci {
     liveness_required: false,
     claim_roles: &[],
     map_claims: claims::job,
-    webhook_secret_key: "token_env",
+    webhook_secret: WebhookSecret::Token,
     webhook_summary: "GitLab Job Hook deliveries, authenticated by `X-Gitlab-Token`.",
     read_delivery: webhook::read,
     api: Some(&api::JobsApi),
@@ -35,4 +35,8 @@ pub const CI: Ci = Ci {
         ),
     }),
     job_in_run: None,
+    lints: RuleLints {
+        change_request: Some(ChangeRequest { event: "merge_request_event", git_ref: "refs/merge-requests/1/head" }),
+        ..RuleLints::NONE
+    },
 };

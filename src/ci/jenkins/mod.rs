@@ -17,7 +17,7 @@ mod tests;
 
 pub use api::Locator;
 
-use super::Ci;
+use super::{Ci, RefsNeedApi, RuleLints, WebhookSecret};
 
 pub const CI: Ci = Ci {
     title: "Jenkins",
@@ -28,7 +28,7 @@ pub const CI: Ci = Ci {
     liveness_required: false,
     claim_roles: claims::ROLES,
     map_claims: claims::job,
-    webhook_secret_key: "credentials_env",
+    webhook_secret: WebhookSecret::Basic,
     webhook_summary: "Jenkins Notification plugin deliveries (`COMPLETED`, `FINALIZED`), by HTTP Basic credentials.",
     read_delivery: webhook::read,
     api: Some(&api::RestApi),
@@ -36,4 +36,15 @@ pub const CI: Ci = Ci {
     job_token_hint: "$CI_CREDS_ID_TOKEN or $CI_CREDS_ID_TOKEN_FILE (Jenkins `withCredentials`)",
     step_output: None,
     job_in_run: None,
+    lints: RuleLints {
+        // A Jenkins job has no id: its full name on the pinned controller is all there is.
+        pinned_by: Some("job_name"),
+        // A `branch` claim names a tag build's tag and a change request's `PR-7` as branches, and
+        // without one the ref is unknown.
+        refs_need_api: Some(RefsNeedApi {
+            why: "without the build API a tag or a change request cannot be told from a branch, and a build with no `branch` claim has no ref",
+            hint: "configure `[ci_api.<issuer>]` for the issuer, so that Jenkins itself tells each build's branch, tag or change request",
+        }),
+        ..RuleLints::NONE
+    },
 };

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use secrecy::SecretString;
 use serde::Deserialize;
 
-use crate::ci::CiKind;
+use crate::ci::{CiKind, WebhookSecret};
 use crate::env_secret::secret_from_env;
 
 /// `[webhooks.<name>]` tables, by name: each serves `/v1/webhooks/<name>`.
@@ -25,15 +25,16 @@ pub struct WebhookConfig {
     /// The configured issuer (by name) whose jobs this endpoint ends; its kind is the CI whose
     /// deliveries the endpoint reads.
     pub issuer: String,
-    /// The env var holding the webhook's HMAC secret, for a CI that signs its deliveries.
+    /// The env var holding the webhook's HMAC secret, for a CI that signs its deliveries
+    /// (`WebhookSecret::Hmac`).
     #[serde(default)]
     pub secret_env: Option<String>,
-    /// The env var holding the webhook's token, for a CI that sends one (Buildkite: also its
-    /// HMAC key).
+    /// The env var holding the webhook's token, for a CI that sends one (`WebhookSecret::Token`;
+    /// a CI may also sign with it).
     #[serde(default)]
     pub token_env: Option<String>,
-    /// The env var holding `user:password`, for a CI that sends HTTP Basic credentials (Jenkins'
-    /// Notification plugin, from the user-info of the URL it is given).
+    /// The env var holding `user:password`, for a CI that sends HTTP Basic credentials
+    /// (`WebhookSecret::Basic`).
     #[serde(default)]
     pub credentials_env: Option<String>,
 }
@@ -76,17 +77,17 @@ impl WebhookConfig {
     }
 
     /// The env var the CI's own key names, or the key that is wrong: each CI takes exactly the
-    /// one key `Ci::webhook_secret_key` says.
+    /// one key its `Ci::webhook_secret` names.
     pub fn secret_env(&self, name: &str, kind: CiKind) -> Result<&str, (String, String)> {
-        let wanted = kind.ci().webhook_secret_key;
+        let wanted = kind.ci().webhook_secret.key();
         let key = |field: &str| format!("webhooks.{name}.{field}");
-        let keys = [
-            ("secret_env", &self.secret_env),
-            ("token_env", &self.token_env),
-            ("credentials_env", &self.credentials_env),
-        ];
+        let given = |style: WebhookSecret| match style {
+            WebhookSecret::Hmac => &self.secret_env,
+            WebhookSecret::Token => &self.token_env,
+            WebhookSecret::Basic => &self.credentials_env,
+        };
         let mut value = None;
-        for (field, given) in keys {
+        for (field, given) in WebhookSecret::ALL.map(|style| (style.key(), given(style))) {
             match given {
                 Some(env) if field == wanted => value = Some(env.as_str()),
                 Some(_) => {
@@ -124,7 +125,7 @@ impl Webhooks {
             let kind = table.kind(name, &kind_of)?;
             let env = table.secret_env(name, kind)?;
             let secret = secret_from_env(env)
-                .map_err(|message| (format!("webhooks.{name}.{}", kind.ci().webhook_secret_key), message))?;
+                .map_err(|message| (format!("webhooks.{name}.{}", kind.ci().webhook_secret.key()), message))?;
             let endpoint = Endpoint { name: name.as_str().into(), kind, issuer: table.issuer.clone(), secret };
             endpoints.insert(name.clone(), endpoint);
         }

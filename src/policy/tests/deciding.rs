@@ -210,7 +210,11 @@ fn a_circleci_ssh_rerun_needs_a_rule_naming_it() {
 fn fork_pipeline() -> Job {
     with(gitlab_job(), |j| {
         j.claims.insert("project_path".into(), json!("fork-owner/my-project"));
-        j.dangerous_trigger = Some(DangerousTrigger::ForeignProject { project_path: "fork-owner/my-project".into() });
+        j.dangerous_trigger = Some(DangerousTrigger::ForeignClaim {
+            claim: "project_path",
+            value: "fork-owner/my-project".into(),
+            why: "is not the job's own project (e.g. a fork's pipeline)",
+        });
     })
 }
 

@@ -109,3 +109,16 @@ fn an_azure_pipelines_rule_that_pins_neither_project_nor_pipeline_is_warned_abou
     let unknown = parse(&role_policy("[]", r#"[ { issuer: azure, repository: o/r, ref: refs/heads/main } ]"#, "[]"));
     assert!(unknown.lint(&Default::default())[0].message.starts_with("the rule names `repository` without"));
 }
+
+#[test]
+fn every_ci_s_pinning_condition_is_a_policy_field() {
+    for kind in CiKind::ALL {
+        if let Some(key) = kind.ci().lints.pinned_by {
+            assert!(
+                crate::policy::field::Field::from_key(key).is_some(),
+                "{}: `{key}` is no policy field",
+                kind.name()
+            );
+        }
+    }
+}
