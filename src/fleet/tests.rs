@@ -2,7 +2,7 @@
 
 use super::report::DAY;
 use super::*;
-use crate::store::{FleetAggregates, RunnerJob, Store};
+use crate::store::Store;
 
 const NOW: i64 = 1_767_225_600; // 2026-01-01T00:00:00Z
 

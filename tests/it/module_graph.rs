@@ -43,7 +43,7 @@ const LAYERS: &[&[&str]] = &[
     &["ci_api", "audit", "fleet", "inspect"],
     &["identity", "ci", "policy", "backends", "store"],
     // `dev` signs tokens for the local issuer, the tests and the fuzz targets.
-    &["metrics", "job", "net", "clock", "duration", "env_secret", "dev"],
+    &["metrics", "job", "net", "clock", "duration", "env_secret", "dev", "table"],
 ];
 
 #[test]
