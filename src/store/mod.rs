@@ -5,6 +5,10 @@
 //! statements on PostgreSQL, and on SQLite row by row through rusqlite on a thread of its own
 //! (`sqlite_batch.rs`), with WAL checkpoints on another (`sqlite_checkpoint.rs`). The same tests
 //! hold both to the same outcomes.
+//!
+//! The fleet keeps its queries beside it (`src/fleet/`): the store lends it its pool, its writer
+//! and the multi-row helpers (`sql_values.rs`), so the fleet's records and its window are written
+//! in one of the store's transactions without the store knowing the fleet.
 
 #[cfg(feature = "server")]
 mod asking;
