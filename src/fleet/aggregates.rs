@@ -8,7 +8,8 @@ use futures_util::TryStreamExt;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
-use crate::store::{Error, RefusalCount, Store, StoreKind};
+use super::refusals::RefusalCount;
+use crate::store::{Error, Store, StoreKind};
 
 /// PostgreSQL: how long each of the fleet's queries may run. They read every judged job of the
 /// window, in the background or for `runners report`, so they may take longer than the store's

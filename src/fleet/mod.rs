@@ -2,7 +2,8 @@
 //! track, computed from every judged job (refused ones included). What records, keeps, refreshes
 //! and reports it lives here:
 //! - `recorder` queues what each exchange judged, and `records` writes it to the store, counting
-//!   it in the maintained window (`window/`) in the same transaction;
+//!   it in the maintained window (`window/`) in the same transaction; `refusals` counts the
+//!   refused attempts per runner, reason and day;
 //! - `aggregates` and `window/` read the figures back, by `GROUP BY` or from the window;
 //! - `report` computes the figures from the aggregates, pure; `render` writes a table, JSON, or
 //!   one self-contained HTML page (`html`), each runner's cells from `as_text`;
@@ -22,6 +23,7 @@ mod html;
 mod judged_job;
 mod recorder;
 mod records;
+mod refusals;
 mod render;
 mod report;
 mod stored_figures;
@@ -34,6 +36,7 @@ pub use aggregates::{DayJobs, FleetAggregates, JobTotals, RunnerJobsSeen, TierJo
 pub use judged_job::RunnerJob;
 pub use recorder::RunnerJobs;
 pub use records::RunnerLastSeen;
+pub use refusals::{RefusalCount, RunnerRefusal};
 pub use render::{Format, render_list, render_report, write_list, write_report};
 pub use report::{
     DAY, Figure, FleetReport, RunnerFilter, RunnerRow, RunnerTally, SHOWN_RUNNERS, STALE_AFTER, Summary, TierRow,

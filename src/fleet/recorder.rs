@@ -6,7 +6,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::judged_job::RunnerJob;
-use crate::store::{RunnerRefusal, Store};
+use super::refusals::RunnerRefusal;
+use crate::store::Store;
 
 /// Judged jobs on their way to the store, written in batches by a task of their own: the fleet
 /// report costs the exchange no write of its own.

@@ -8,7 +8,7 @@ use sqlx::Row;
 
 use super::judged_job::RunnerJob;
 use super::window::{self, COUNTED_COLUMNS, Changes, Hold, counted_job};
-use crate::store::{Error, Store, StoreKind, Writer, placeholders, rows_per_statement};
+use crate::store::{Error, Store, StoreKind, Writer, placeholders, prune_claims, rows_per_statement};
 
 /// When a runner was last seen, over every kept record: what staleness is judged on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,11 +71,11 @@ impl Store {
     /// are no longer counted in the fleet's window.
     pub async fn prune_runners(&self, now: i64) -> Result<u64, Error> {
         let mut writer = self.writer().await?;
-        let runners = sqlx::query("DELETE FROM runners WHERE keep_until < $1").bind(now).execute(&mut *writer).await?;
+        let runners = prune_claims(&mut writer, now).await?;
         let jobs = prune_runner_jobs(&mut writer, self.kind(), now).await?;
         let refusals =
             sqlx::query("DELETE FROM runner_refusals WHERE keep_until < $1").bind(now).execute(&mut *writer).await?;
-        Ok(runners.rows_affected() + jobs + refusals.rows_affected())
+        Ok(runners + jobs + refusals.rows_affected())
     }
 }
 

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::aggregates::{FleetAggregates, RunnerJobsSeen};
+use super::refusals::RefusalCount;
 use super::window::RunnerCounts;
-use crate::store::RefusalCount;
 
 /// Seconds in a day, the chart's unit.
 pub const DAY: i64 = 24 * 3600;

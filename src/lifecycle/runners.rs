@@ -4,9 +4,9 @@
 use super::{Broker, Error};
 use crate::audit::{Event, JobIdentity};
 use crate::clock::now;
-use crate::fleet::RunnerJob;
+use crate::fleet::{RunnerJob, RunnerRefusal};
 use crate::job::{Job, RunnerKey};
-use crate::store::{RunnerClaim, RunnerRefusal};
+use crate::store::RunnerClaim;
 
 impl Broker {
     /// Refuses a single-use tier's job on a runner that already served another job, or whose

@@ -32,8 +32,6 @@ mod leases;
 #[cfg(feature = "server")]
 mod lock;
 #[cfg(feature = "server")]
-mod refusals;
-#[cfg(feature = "server")]
 mod replay;
 #[cfg(feature = "server")]
 mod runners;
@@ -62,9 +60,9 @@ pub use lease::{JobCiFacts, Lease, LeaseBegun, LeaseState, NewLease, NewLeases, 
 #[cfg(feature = "server")]
 pub use lock::StoreLock;
 #[cfg(feature = "server")]
-pub use refusals::{RefusalCount, RunnerRefusal};
-#[cfg(feature = "server")]
 pub use runners::RunnerClaim;
+#[cfg(feature = "server")]
+pub(crate) use runners::prune_claims;
 #[cfg(feature = "server")]
 pub use schema_state::{SchemaState, schema_state};
 #[cfg(feature = "server")]

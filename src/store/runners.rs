@@ -6,7 +6,7 @@
 
 use sqlx::Row;
 
-use super::{Error, Store};
+use super::{Error, Store, Writer};
 use crate::clock::now;
 
 /// What claiming a runner for a job found.
@@ -74,4 +74,11 @@ impl Store {
             None => None,
         })
     }
+}
+
+/// Forgets the claims past their keep, on `writer`: the fleet prunes them with its own records
+/// (`src/fleet/records.rs`), the writer held once for all.
+pub(crate) async fn prune_claims(writer: &mut Writer, now: i64) -> Result<u64, Error> {
+    let pruned = sqlx::query("DELETE FROM runners WHERE keep_until < $1").bind(now).execute(&mut **writer).await?;
+    Ok(pruned.rows_affected())
 }

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use ci_creds::fleet;
 use ci_creds::fleet::gauges as fleet_gauges;
-use ci_creds::fleet::{DayJobs, JobTotals, RunnerJob, StoredFigures, TierJobs};
-use ci_creds::store::{RefusalCount, RunnerClaim, RunnerRefusal, Store, StoreKind};
+use ci_creds::fleet::{DayJobs, JobTotals, RefusalCount, RunnerJob, RunnerRefusal, StoredFigures, TierJobs};
+use ci_creds::store::{RunnerClaim, Store, StoreKind};
 
 use crate::support::store::{Subject, on_every_store, postgres, sqlite};
 
