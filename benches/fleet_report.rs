@@ -16,7 +16,8 @@ use std::time::Instant;
 
 use ci_creds::clock::now;
 use ci_creds::fleet;
-use ci_creds::store::{RunnerJob, Store};
+use ci_creds::fleet::RunnerJob;
+use ci_creds::store::Store;
 
 const DAY: i64 = 24 * 3600;
 const BATCH: usize = 4096;

@@ -43,3 +43,5 @@ pub mod preflight;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod store;
+#[cfg(feature = "server")]
+pub mod table;

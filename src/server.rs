@@ -12,7 +12,7 @@ use crate::backends::vault::{VaultBackend, VaultLogin};
 use crate::ci_api::CiApis;
 use crate::config::{self, Config};
 use crate::identity::Verifier;
-use crate::lifecycle::{Broker, RevocationQueue, ci_credentials, fleet_gauges, reconciler, revocation, sweeper};
+use crate::lifecycle::{Broker, RevocationQueue, ci_credentials, reconciler, revocation, sweeper};
 use crate::net::HttpClient;
 use crate::policy::{BackendKind, PolicySet};
 use crate::store::StoreKind;
@@ -81,7 +81,7 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
     if !audit.enabled() {
         tracing::warn!("no [audit] file or stdout configured: decisions are not recorded in an audit trail");
     }
-    let runner_jobs = crate::lifecycle::RunnerJobs::start(store.clone(), config.lifecycle.runner_retention);
+    let runner_jobs = crate::fleet::RunnerJobs::start(store.clone(), config.lifecycle.runner_retention);
     Ok(Broker {
         verifier,
         policy,
@@ -165,7 +165,7 @@ pub async fn serve(config: Config) -> Result<(), Error> {
     tokio::spawn(revocation::run(broker.clone()));
     tokio::spawn(sweeper::run(broker.clone()));
     tokio::spawn(reconciler::run(broker.clone()));
-    tokio::spawn(fleet_gauges::run(broker.clone()));
+    tokio::spawn(crate::fleet::gauges::run(broker.store.clone(), broker.lifecycle.fleet_refresh_interval));
     tokio::spawn(ci_credentials::run(broker.clone()));
     if let Some(vault) = &broker.backends.vault {
         tokio::spawn(vault.login().clone().keep_alive());

@@ -15,7 +15,7 @@ STAGES = (
     # Both SQLite threads' names shorten to `ci-creds-sqlite` in the kernel's 15 characters.
     ("store: SQLite checkpoints", r"sqlite_checkpoint"),
     ("store: SQLite commit thread (group commit)", r"thread:ci-creds-sqlite|sqlite_batch"),
-    ("fleet records (background)", r"lifecycle::runners::RunnerJobs|record_runner_jobs|record_runner_refusals|fleet_window"),
+    ("fleet records (background)", r"fleet::recorder::RunnerJobs|record_runner_jobs|record_runner_refusals|fleet::window"),
     ("store: exchange's reads and queueing (sqlx, group commit task)", r"ci_creds::store|sqlx|thread:sqlx-sqlite"),
     ("verify the token (JWT, keys)", r"ci_creds::identity|jsonwebtoken|aws_lc"),
     ("decide (policy)", r"ci_creds::policy"),

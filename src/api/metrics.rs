@@ -1,7 +1,7 @@
 //! `GET /metrics`: Prometheus text format. A scrape first records what is counted rather than
 //! recorded as it happens: leases and jobs by state in the store and the revocation worker's
 //! attempts. The fleet report's figures are refreshed in the background
-//! (`lifecycle::fleet_gauges`); a scrape shows their last values.
+//! (`fleet::gauges`); a scrape shows their last values.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::cells::{RUNNER_HEADERS, figure_value, runner_cells, verdict};
+use super::as_text::{RUNNER_HEADERS, figure_value, runner_cells, verdict};
 use super::report::{FleetReport, Summary};
-use crate::inspect::timestamp;
+use crate::table::timestamp;
 
 const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#1b1f24}\
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left}\

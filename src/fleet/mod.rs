@@ -1,24 +1,50 @@
-//! The fleet report: every runner the broker has seen, and the runner hygiene figures security
-//! teams track, computed from every judged job (refused ones included). The store aggregates;
-//! `report` computes the figures from the aggregates, pure; `render` writes a table, JSON, or
-//! one self-contained HTML page.
+//! The fleet: every runner the broker has seen, and the runner hygiene figures security teams
+//! track, computed from every judged job (refused ones included). What records, keeps, refreshes
+//! and reports it lives here:
+//! - `recorder` queues what each exchange judged, and `records` writes it to the store, counting
+//!   it in the maintained window (`window/`) in the same transaction; `refusals` counts the
+//!   refused attempts per runner, reason and day;
+//! - `aggregates` and `window/` read the figures back, by `GROUP BY` or from the window;
+//! - `report` computes the figures from the aggregates, pure; `render` writes a table, JSON, or
+//!   one self-contained HTML page (`html`), each runner's cells from `as_text`;
+//! - `gauges` refreshes the figures on `/metrics` in the background, kept for every replica in
+//!   the store (`stored_figures`).
+//!
+//! The fleet's SQL runs on the store's pool and writer (`Store::reads`, `Store::writer`): its
+//! queries are `impl Store` blocks here, beside the fleet, so the store keeps only its engine and
+//! the tables others share.
 
-use crate::store::{Error, RunnersAsked, Store};
+use crate::store::{Error, Store};
 
-mod cells;
+mod aggregates;
+mod as_text;
+pub mod gauges;
 mod html;
+mod judged_job;
+mod recorder;
+mod records;
+mod refusals;
 mod render;
 mod report;
+mod stored_figures;
+mod window;
 
 #[cfg(test)]
 mod tests;
 
+pub use aggregates::{DayJobs, FleetAggregates, JobTotals, RunnerJobsSeen, TierJobs};
+pub use judged_job::RunnerJob;
+pub use recorder::RunnerJobs;
+pub use records::RunnerLastSeen;
+pub use refusals::{RefusalCount, RunnerRefusal};
 pub use render::{Format, render_list, render_report, write_list, write_report};
 pub use report::{
     DAY, Figure, FleetReport, RunnerFilter, RunnerRow, RunnerTally, SHOWN_RUNNERS, STALE_AFTER, Summary, TierRow,
     build, summarize,
 };
 use report::{Refusals, Shown, runner_row};
+pub use stored_figures::StoredFigures;
+pub use window::{RunnerCounts, RunnersAsked, WorstRunners};
 
 /// The report of the jobs `store` saw since `since` (unix seconds), as of `now`, with the runners
 /// `filter` keeps: the store aggregates, and each runner is judged as it streams in, so what is

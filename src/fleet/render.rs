@@ -3,10 +3,10 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use super::cells::{RUNNER_HEADERS, figure_value, runner_cells, verdict};
+use super::as_text::{RUNNER_HEADERS, figure_value, runner_cells, verdict};
 use super::html;
 use super::report::{FleetReport, Summary};
-use crate::inspect::{table, timestamp, write_table};
+use crate::table::{table, timestamp, write_table};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

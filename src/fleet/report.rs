@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::store::{FleetAggregates, RefusalCount, RunnerCounts, RunnerJobsSeen};
+use super::aggregates::{FleetAggregates, RunnerJobsSeen};
+use super::refusals::RefusalCount;
+use super::window::RunnerCounts;
 
 /// Seconds in a day, the chart's unit.
 pub const DAY: i64 = 24 * 3600;

@@ -2,7 +2,7 @@
 
 use super::report::DAY;
 use super::*;
-use crate::store::{FleetAggregates, RunnerJob, Store};
+use crate::store::Store;
 
 const NOW: i64 = 1_767_225_600; // 2026-01-01T00:00:00Z
 
@@ -192,7 +192,7 @@ async fn the_page_escapes_what_a_ci_told_and_marks_each_verdict() {
 
 #[tokio::test]
 async fn replays_and_ended_job_attempts_make_a_runner_suspicious() {
-    use crate::store::RunnerRefusal;
+    use crate::fleet::RunnerRefusal;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::connect(&format!("sqlite://{}", dir.path().join("store.db").display())).await.unwrap();
     store.record_runner_jobs(history(), 365 * DAY).await.unwrap();

@@ -10,8 +10,6 @@ mod confirm;
 #[cfg(feature = "server")]
 mod exchange;
 #[cfg(feature = "server")]
-pub mod fleet_gauges;
-#[cfg(feature = "server")]
 mod jobs;
 #[cfg(feature = "server")]
 mod liveness;
@@ -35,8 +33,6 @@ pub use jobs::{EndedBy, JobEnd};
 pub use request::{ExchangeRequest, MAX_ROLE_NAME_CHARS, MAX_ROLES_PER_EXCHANGE, check_request};
 #[cfg(feature = "server")]
 pub use revocation::{RevocationQueue, RevocationStats};
-#[cfg(feature = "server")]
-pub use runners::RunnerJobs;
 #[cfg(feature = "server")]
 pub use unrecorded::PENDING_GIVE_UP_SECONDS;
 
@@ -180,7 +176,7 @@ pub struct Broker {
     /// Jobs the CI's API said were running moments ago, by (issuer, job id): a job often
     /// exchanges several tokens at once, and one answer serves them all.
     pub running: RunningCache,
-    pub runner_jobs: RunnerJobs,
+    pub runner_jobs: crate::fleet::RunnerJobs,
 }
 
 /// Jobs found running, with the runner the answer named.

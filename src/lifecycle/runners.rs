@@ -1,76 +1,12 @@
 //! Runners as identities at an exchange: a single-use tier's runner serves one job, and every
-//! judged job is recorded with its runner for the fleet report.
-
-use std::time::Duration;
-
-use tokio::sync::mpsc;
+//! judged job is handed with its runner to the fleet's recorder (`fleet::RunnerJobs`).
 
 use super::{Broker, Error};
 use crate::audit::{Event, JobIdentity};
 use crate::ci::{Job, RunnerKey};
 use crate::clock::now;
-use crate::store::{RunnerClaim, RunnerJob, RunnerRefusal, Store};
-
-/// Judged jobs on their way to the store, written in batches by a task of their own: the fleet
-/// report costs the exchange no write of its own.
-#[derive(Clone)]
-pub struct RunnerJobs {
-    queue: mpsc::Sender<Judged>,
-}
-
-/// What the writing task records: a judged job, or a refused attempt against its runner.
-enum Judged {
-    Job(RunnerJob),
-    Refusal(RunnerRefusal),
-}
-
-/// Records waiting beyond this are dropped (and counted): a flood must not grow memory.
-const QUEUE: usize = 8192;
-const BATCH: usize = 512;
-/// How long the writer gathers records before a commit: the report is read by people and by a
-/// scrape a minute, so a quarter second late costs nothing.
-const GATHER: Duration = Duration::from_millis(250);
-
-impl RunnerJobs {
-    /// Starts the writing task; records are kept `keep_for` past when their job was seen.
-    pub fn start(store: Store, keep_for: Duration) -> Self {
-        let (queue, mut waiting) = mpsc::channel::<Judged>(QUEUE);
-        let keep_for = keep_for.as_secs() as i64;
-        tokio::spawn(async move {
-            let mut batch = Vec::with_capacity(BATCH);
-            while waiting.recv_many(&mut batch, BATCH).await > 0 {
-                // Gather a moment's worth: one commit for many jobs costs far less than one each.
-                tokio::time::sleep(GATHER).await;
-                while batch.len() < BATCH
-                    && let Ok(judged) = waiting.try_recv()
-                {
-                    batch.push(judged);
-                }
-                let (mut jobs, mut refusals) = (Vec::new(), Vec::new());
-                for judged in batch.drain(..) {
-                    match judged {
-                        Judged::Job(job) => jobs.push(job),
-                        Judged::Refusal(refusal) => refusals.push(refusal),
-                    }
-                }
-                let count = jobs.len();
-                if let Err(error) = store.record_runner_jobs(jobs, keep_for).await {
-                    tracing::warn!(%error, jobs = count, "cannot record judged jobs for the fleet report");
-                }
-                if let Err(error) = store.record_runner_refusals(&refusals, keep_for).await {
-                    tracing::warn!(%error, refusals = refusals.len(), "cannot record refused attempts for the fleet report");
-                }
-            }
-        });
-        Self { queue }
-    }
-
-    fn send(&self, judged: Judged) {
-        if self.queue.try_send(judged).is_err() {
-            crate::metrics::runner_jobs_dropped();
-        }
-    }
-}
+use crate::fleet::{RunnerJob, RunnerRefusal};
+use crate::store::RunnerClaim;
 
 impl Broker {
     /// Refuses a single-use tier's job on a runner that already served another job, or whose
@@ -121,7 +57,7 @@ impl Broker {
             refused,
             seen_at: now(),
         };
-        self.runner_jobs.send(Judged::Job(record));
+        self.runner_jobs.record_job(record);
     }
 
     /// Counts a refused exchange against the job's runner as far as it is known, when the
@@ -138,12 +74,12 @@ impl Broker {
             _ => return,
         };
         crate::metrics::runner_refusal(reason);
-        self.runner_jobs.send(Judged::Refusal(RunnerRefusal {
+        self.runner_jobs.record_refusal(RunnerRefusal {
             issuer: job.issuer.clone(),
             runner_key: job.runner_key().ok(),
             reason,
             seen_at: now(),
-        }));
+        });
     }
 }
 

@@ -5,6 +5,10 @@
 //! statements on PostgreSQL, and on SQLite row by row through rusqlite on a thread of its own
 //! (`sqlite_batch.rs`), with WAL checkpoints on another (`sqlite_checkpoint.rs`). The same tests
 //! hold both to the same outcomes.
+//!
+//! The fleet keeps its queries beside it (`src/fleet/`): the store lends it its pool, its writer
+//! and the multi-row helpers (`sql_values.rs`), so the fleet's records and its window are written
+//! in one of the store's transactions without the store knowing the fleet.
 
 #[cfg(feature = "server")]
 mod asking;
@@ -16,17 +20,9 @@ mod config;
 #[cfg(feature = "server")]
 mod connect;
 #[cfg(feature = "server")]
-mod fleet;
-#[cfg(feature = "server")]
-mod fleet_figures;
-#[cfg(feature = "server")]
-mod fleet_window;
-#[cfg(feature = "server")]
 mod group_commit;
 #[cfg(feature = "server")]
 mod jobs;
-#[cfg(feature = "server")]
-mod judged_job;
 #[cfg(feature = "server")]
 mod lease;
 #[cfg(feature = "server")]
@@ -36,13 +32,13 @@ mod leases;
 #[cfg(feature = "server")]
 mod lock;
 #[cfg(feature = "server")]
-mod refusals;
-#[cfg(feature = "server")]
 mod replay;
 #[cfg(feature = "server")]
 mod runners;
 #[cfg(feature = "server")]
 mod schema_state;
+#[cfg(feature = "server")]
+mod sql_values;
 #[cfg(feature = "server")]
 mod sqlite_batch;
 #[cfg(feature = "server")]
@@ -58,25 +54,21 @@ pub use ci_api_budget::CallsTaken;
 pub use commit_queue::GroupCommitStats;
 pub use config::{StoreConfig, StoreKind};
 #[cfg(feature = "server")]
-pub use fleet::{DayJobs, FleetAggregates, JobTotals, RunnerJobsSeen, TierJobs};
-#[cfg(feature = "server")]
-pub use fleet_figures::StoredFigures;
-#[cfg(feature = "server")]
-pub use fleet_window::{RunnerCounts, RunnersAsked, WorstRunners};
-#[cfg(feature = "server")]
 pub use jobs::{EndOutcome, JobRecord, JobState};
-#[cfg(feature = "server")]
-pub use judged_job::RunnerJob;
 #[cfg(feature = "server")]
 pub use lease::{JobCiFacts, Lease, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 #[cfg(feature = "server")]
 pub use lock::StoreLock;
 #[cfg(feature = "server")]
-pub use refusals::{RefusalCount, RunnerRefusal};
+pub use runners::RunnerClaim;
 #[cfg(feature = "server")]
-pub use runners::{RunnerClaim, RunnerLastSeen};
+pub(crate) use runners::prune_claims;
 #[cfg(feature = "server")]
 pub use schema_state::{SchemaState, schema_state};
+#[cfg(feature = "server")]
+pub(crate) use sql_values::{Query, placeholders, rows_per_statement};
+#[cfg(feature = "server")]
+pub(crate) use writer::Writer;
 
 #[cfg(feature = "server")]
 use sqlx::AnyPool;
@@ -121,6 +113,12 @@ pub struct Store {
 impl Store {
     pub fn kind(&self) -> StoreKind {
         self.kind
+    }
+
+    /// The pool to read on, for the layers that keep their own tables' queries beside them
+    /// (`src/fleet/`); their writes go through [`writer`](Self::writer).
+    pub(crate) fn reads(&self) -> &AnyPool {
+        &self.pool
     }
 
     pub fn group_commit_stats(&self) -> GroupCommitStats {

@@ -32,7 +32,7 @@ struct KeptWriter {
 
 /// A connection to write on, for as long as it is held, wherever it goes: the group commit hands
 /// SQLite's to its thread with the batch.
-pub(super) enum Writer {
+pub(crate) enum Writer {
     Pooled(PoolConnection<sqlx::Any>),
     Kept(OwnedMutexGuard<AnyConnection>),
 }
@@ -60,7 +60,10 @@ impl Writers {
 }
 
 impl Store {
-    pub(super) async fn writer(&self) -> Result<Writer, Error> {
+    /// The connection to write on, held until dropped: the store's own writes, and those of the
+    /// layers that keep their tables' queries beside them (`src/fleet/records.rs`), in one
+    /// transaction with what they count ([`Writer::begin_write`]).
+    pub(crate) async fn writer(&self) -> Result<Writer, Error> {
         self.writers.acquire().await
     }
 }
@@ -70,7 +73,7 @@ impl Writer {
     /// waiting its turn: a deferred one that reads first fails at its first write, without
     /// waiting, if another process wrote in between (`ci-creds runners report` slides the fleet's
     /// window).
-    pub(super) async fn begin_write(&mut self) -> Result<sqlx::Transaction<'_, sqlx::Any>, Error> {
+    pub(crate) async fn begin_write(&mut self) -> Result<sqlx::Transaction<'_, sqlx::Any>, Error> {
         Ok(match self {
             Self::Kept(connection) => sqlx::Connection::begin_with(&mut **connection, "BEGIN IMMEDIATE").await?,
             Self::Pooled(connection) => sqlx::Connection::begin(&mut **connection).await?,

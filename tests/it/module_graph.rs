@@ -46,7 +46,7 @@ const LAYERS: &[&[&str]] = &[
     // above judges, records and mints for.
     &["ci"],
     // `dev` signs tokens for the local issuer, the tests and the fuzz targets.
-    &["metrics", "net", "clock", "duration", "env_secret", "dev"],
+    &["metrics", "net", "clock", "duration", "env_secret", "dev", "table"],
 ];
 
 #[test]

@@ -4,7 +4,8 @@
 
 use ci_creds::clock::now;
 use ci_creds::fleet;
-use ci_creds::store::{FleetAggregates, RunnerJob, RunnerRefusal, Store};
+use ci_creds::fleet::{FleetAggregates, RunnerJob, RunnerRefusal};
+use ci_creds::store::Store;
 
 use crate::support::postgres::Postgres;
 use crate::support::store::{Subject, migrated_before, on_every_store, postgres, sqlite};

@@ -5,10 +5,9 @@ use ci_creds::clock::now;
 use std::time::{Duration, Instant};
 
 use ci_creds::fleet;
-use ci_creds::lifecycle::fleet_gauges;
-use ci_creds::store::{
-    DayJobs, JobTotals, RefusalCount, RunnerClaim, RunnerJob, RunnerRefusal, Store, StoreKind, StoredFigures, TierJobs,
-};
+use ci_creds::fleet::gauges as fleet_gauges;
+use ci_creds::fleet::{DayJobs, JobTotals, RefusalCount, RunnerJob, RunnerRefusal, StoredFigures, TierJobs};
+use ci_creds::store::{RunnerClaim, Store, StoreKind};
 
 use crate::support::store::{Subject, on_every_store, postgres, sqlite};
 

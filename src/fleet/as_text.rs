@@ -1,7 +1,7 @@
 //! A figure and a runner as text, the same in every format: the table, and the HTML page.
 
 use super::report::{Figure, RunnerRow};
-use crate::inspect::timestamp;
+use crate::table::timestamp;
 
 /// The runner table's columns, in the order of [`runner_cells`].
 pub(super) const RUNNER_HEADERS: &[&str] = &[

@@ -8,7 +8,8 @@ use futures_util::TryStreamExt;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
-use super::{Error, RefusalCount, Store, StoreKind};
+use super::refusals::RefusalCount;
+use crate::store::{Error, Store, StoreKind};
 
 /// PostgreSQL: how long each of the fleet's queries may run. They read every judged job of the
 /// window, in the background or for `runners report`, so they may take longer than the store's
@@ -95,8 +96,8 @@ impl Store {
     /// The aggregates as [`fleet_aggregates`](Self::fleet_aggregates) reads them, each runner's
     /// row handed to `each` as it streams in and left out of the answer: what a caller that
     /// only tallies runners (the `/metrics` refresh) holds stays the same size however many
-    /// runners there are. Read from the maintained window (`fleet_window/`) when it serves
-    /// `since`, as it does for the last [`FLEET_WINDOW`](super::fleet_window::FLEET_WINDOW) or
+    /// runners there are. Read from the maintained window (`window/`) when it serves
+    /// `since`, as it does for the last [`FLEET_WINDOW`](super::window::FLEET_WINDOW) or
     /// any earlier start not yet passed; else from every judged job of the window.
     pub async fn fleet_aggregates_each(
         &self,
@@ -120,8 +121,8 @@ impl Store {
     ) -> Result<FleetAggregates, Error> {
         // One read transaction: every figure from the same records, and on PostgreSQL the
         // fleet's own statement timeout.
-        let mut reading = self.pool.begin().await?;
-        if self.kind == StoreKind::Postgres {
+        let mut reading = self.reads().begin().await?;
+        if self.kind() == StoreKind::Postgres {
             sqlx::query(&format!("SET LOCAL statement_timeout = '{FLEET_STATEMENT_TIMEOUT}'"))
                 .execute(&mut *reading)
                 .await?;

@@ -1,5 +1,5 @@
 //! A judged job and the runner it ran on, as the fleet report records it: shared by the records
-//! (`runners.rs`) and the fleet's window kept from them (`fleet_window/`).
+//! (`records.rs`) and the fleet's window kept from them (`window/`).
 
 /// One judged job and its runner, for the fleet report.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

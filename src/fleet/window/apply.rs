@@ -7,9 +7,8 @@ use std::collections::BTreeMap;
 use sqlx::{AnyConnection, Row};
 
 use super::changes::{Changes, Marks, RunnerChange};
-use super::read_again::read_again;
-use super::{Query, placeholders, rows_per_statement};
-use crate::store::{Error, StoreKind};
+use super::marks_from_jobs::read_again;
+use crate::store::{Error, Query, StoreKind, placeholders, rows_per_statement};
 
 impl Changes {
     /// Writes the changes, the window being `since`.

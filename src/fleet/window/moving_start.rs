@@ -19,7 +19,7 @@ impl Store {
         loop {
             let mut writer = self.writer().await?;
             let mut tx = writer.begin_write().await?;
-            let since = slide_slice(&mut tx, self.kind, to).await?;
+            let since = slide_slice(&mut tx, self.kind(), to).await?;
             tx.commit().await?;
             if since >= to {
                 return Ok(since);

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use sqlx::Row;
 
-use super::{Error, Store};
+use crate::store::{Error, Store};
 
 /// One refused exchange, against the runner its job ran on as far as it is known.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,7 +73,7 @@ impl Store {
              WHERE day >= $1 GROUP BY issuer, runner_key, reason ORDER BY issuer, runner_key, reason",
         )
         .bind(since.div_euclid(DAY))
-        .fetch_all(&self.pool)
+        .fetch_all(self.reads())
         .await?;
         rows.iter()
             .map(|row| {

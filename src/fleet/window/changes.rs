@@ -5,16 +5,16 @@ use std::collections::BTreeMap;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::{Query, runner_of};
-use crate::store::Error;
-use crate::store::judged_job::RunnerJob;
+use super::runner_of;
+use crate::fleet::judged_job::RunnerJob;
+use crate::store::{Error, Query};
 
 /// The columns [`counted_job`] reads, in its order.
-pub(in crate::store) const COUNTED_COLUMNS: &str = "issuer, job_id, repository, runner_key, runner_name, \
+pub(in crate::fleet) const COUNTED_COLUMNS: &str = "issuer, job_id, repository, runner_key, runner_name, \
      runner_group, runner_environment, tier, single_use, roles_granted, seen_at, refused";
 
 /// A judged job as recorded, from a row whose first columns are [`COUNTED_COLUMNS`].
-pub(in crate::store) fn counted_job(row: &AnyRow) -> Result<RunnerJob, Error> {
+pub(in crate::fleet) fn counted_job(row: &AnyRow) -> Result<RunnerJob, Error> {
     Ok(RunnerJob {
         issuer: row.try_get(0)?,
         job_id: row.try_get(1)?,
@@ -33,7 +33,7 @@ pub(in crate::store) fn counted_job(row: &AnyRow) -> Result<RunnerJob, Error> {
 
 impl RunnerJob {
     /// The group its runner is counted in.
-    pub(in crate::store) fn runner(&self) -> String {
+    pub(in crate::fleet) fn runner(&self) -> String {
         runner_of(self.runner_key.as_deref(), self.runner_name.as_deref())
     }
 
@@ -137,7 +137,7 @@ pub(super) struct RunnerChange {
 /// Everything one transaction changes in the maintained rows, gathered per row and written in
 /// key order once (`apply.rs`).
 #[derive(Debug, Default)]
-pub(in crate::store) struct Changes {
+pub(in crate::fleet) struct Changes {
     /// Held alone (a slide or a prune): rows left empty may be deleted without taking locks in
     /// an order another writer could take them in the other way round.
     pub(super) alone: bool,

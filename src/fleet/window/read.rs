@@ -8,8 +8,10 @@ use futures_util::TryStreamExt;
 use sqlx::{AnyConnection, Row};
 
 use super::Hold;
-use crate::store::fleet::{FLEET_STATEMENT_TIMEOUT, runner_seen};
-use crate::store::{DayJobs, Error, FleetAggregates, JobTotals, RunnerJobsSeen, Store, StoreKind, TierJobs};
+use crate::fleet::aggregates::{
+    DayJobs, FLEET_STATEMENT_TIMEOUT, FleetAggregates, JobTotals, RunnerJobsSeen, TierJobs, runner_seen,
+};
+use crate::store::{Error, Store, StoreKind};
 
 /// How far ahead of the requested start the maintained window may be (another replica slid it a
 /// moment later) and still answer for it.
@@ -64,7 +66,7 @@ impl Store {
     }
 
     /// [`read_fleet_window`](Self::read_fleet_window) with the runners that miss a target counted.
-    pub(super) async fn read_fleet_window_counted(
+    pub(in crate::fleet) async fn read_fleet_window_counted(
         &self,
         since: i64,
         stale_before: i64,
@@ -94,8 +96,8 @@ impl Store {
         if maintained < since || maintained > since.saturating_add(AHEAD) {
             return Ok(None);
         }
-        let mut reading = self.pool.begin().await?;
-        if self.kind == StoreKind::Postgres {
+        let mut reading = self.reads().begin().await?;
+        if self.kind() == StoreKind::Postgres {
             // Every figure from the same records: each statement of a read-committed
             // transaction would see the writes committed since the one before.
             sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ").execute(&mut *reading).await?;
@@ -103,7 +105,7 @@ impl Store {
                 .execute(&mut *reading)
                 .await?;
         }
-        let since = super::since(&mut reading, self.kind, Hold::Read).await?;
+        let since = super::since(&mut reading, self.kind(), Hold::Read).await?;
         let (totals, tiers, days) = hour_figures(&mut reading, since).await?;
         let aggregates = FleetAggregates {
             since,

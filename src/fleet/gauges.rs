@@ -8,23 +8,24 @@
 //! the fleet grows, its aggregation keeps to about a tenth of one core and never starves the
 //! exchanges.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tokio::time::MissedTickBehavior;
 
-use super::Broker;
-use crate::store::{Error, Store, StoredFigures};
-use crate::{clock, fleet, metrics};
+use super::stored_figures::StoredFigures;
+use super::{STALE_AFTER, Summary, summary};
+use crate::store::{Error, Store};
+use crate::{clock, metrics};
 
 /// Under this name in the store.
 const FIGURES: &str = "fleet";
 /// A computation waits this many times as long as the last one took.
 const PACE: u32 = 10;
 
-pub async fn run(broker: Arc<Broker>) {
-    let mut ticks = tokio::time::interval(broker.lifecycle.fleet_refresh_interval);
+/// Refreshes the figures from `store` every `interval`, for as long as the broker serves.
+pub async fn run(store: Store, interval: Duration) {
+    let mut ticks = tokio::time::interval(interval);
     // A slow aggregation delays the next one rather than bunching them up.
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
     // A computation that failed rests as long as one that succeeded would: a query that ran
@@ -36,7 +37,7 @@ pub async fn run(broker: Arc<Broker>) {
             continue;
         }
         let started = Instant::now();
-        match figures(&broker.store, broker.lifecycle.fleet_refresh_interval).await {
+        match figures(&store, interval).await {
             Ok(Some(figures)) => figures.publish(),
             Ok(None) => {}
             Err(error) => {
@@ -72,7 +73,7 @@ pub async fn figures(store: &Store, interval: Duration) -> Result<Option<Figures
     }
     let (started, computed_at_ms) = (Instant::now(), clock::now_ms());
     let now = computed_at_ms / 1000;
-    let figures = Figures::of(&fleet::summary(store, now - fleet::STALE_AFTER, now).await?);
+    let figures = Figures::of(&summary(store, now - STALE_AFTER, now).await?);
     let took_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     let stored = StoredFigures { computed_at_ms, took_ms, figures: figures.to_json() };
     store.put_fleet_figures(FIGURES, &stored).await?;
@@ -100,7 +101,7 @@ pub struct Figures {
 }
 
 impl Figures {
-    fn of(summary: &fleet::Summary) -> Self {
+    fn of(summary: &Summary) -> Self {
         Self {
             hygiene: summary.figures.iter().map(|f| (f.name.to_owned(), f.value, f.met)).collect(),
             tier_jobs: summary

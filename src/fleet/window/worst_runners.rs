@@ -8,8 +8,8 @@ use futures_util::TryStreamExt;
 use sqlx::Row;
 
 use super::read::{MARKED_REUSED, RUNNER_SEEN_COLUMNS, RunnerCounts};
-use crate::store::fleet::runner_seen;
-use crate::store::{Error, FleetAggregates, RunnerJobsSeen, Store, StoreKind};
+use crate::fleet::aggregates::{FleetAggregates, RunnerJobsSeen, runner_seen};
+use crate::store::{Error, Store, StoreKind};
 
 /// Which runners are asked for, as `fleet::RunnerFilter` says, with a limit.
 #[derive(Clone, Debug, Default)]
@@ -48,7 +48,7 @@ impl Store {
             .await?
             .try_get(0)?;
         // Text is ordered byte by byte, as the report orders ties, whatever the database's collation.
-        let bytes = match self.kind {
+        let bytes = match self.kind() {
             StoreKind::Sqlite => "",
             StoreKind::Postgres => " COLLATE \"C\"",
         };

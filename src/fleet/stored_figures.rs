@@ -2,7 +2,7 @@
 
 use sqlx::Row;
 
-use super::{Error, Store};
+use crate::store::{Error, Store};
 
 /// Figures as stored: opaque to the store (the fleet's JSON), with when and how long.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,7 +19,7 @@ impl Store {
     pub async fn fleet_figures(&self, name: &str) -> Result<Option<StoredFigures>, Error> {
         let row = sqlx::query("SELECT computed_at_ms, took_ms, figures FROM fleet_figures WHERE name = $1")
             .bind(name)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.reads())
             .await?;
         row.map(|row| {
             Ok(StoredFigures { computed_at_ms: row.try_get(0)?, took_ms: row.try_get(1)?, figures: row.try_get(2)? })

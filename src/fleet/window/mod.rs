@@ -12,57 +12,21 @@
 
 mod apply;
 mod changes;
+mod marks_from_jobs;
+mod moving_start;
 mod read;
-mod read_again;
-mod slide;
-mod worst;
-
-use std::fmt::Write as _;
+mod worst_runners;
 
 use sqlx::{AnyConnection, Row};
 
-use super::{Error, StoreKind};
+use crate::store::{Error, StoreKind};
 
 pub(super) use changes::{COUNTED_COLUMNS, Changes, counted_job};
 pub use read::RunnerCounts;
-pub use worst::{RunnersAsked, WorstRunners};
-
-/// A query on either store, its parameters bound in turn.
-type Query<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+pub use worst_runners::{RunnersAsked, WorstRunners};
 
 /// The window the maintained rows serve: `runners report`'s default and the `/metrics` figures.
 pub const FLEET_WINDOW: i64 = 30 * 24 * 3600;
-/// Parameters per statement at most, well under SQLite's limit (32,766) and PostgreSQL's (65,535).
-const PARAMETERS_PER_STATEMENT: usize = 8_192;
-
-/// Rows of `columns` parameters each per multi-row statement.
-pub(super) fn rows_per_statement(columns: usize) -> usize {
-    (PARAMETERS_PER_STATEMENT / columns).max(1)
-}
-
-/// The `VALUES` of `rows` rows of `columns` parameters each. On SQLite they are anonymous (`?`):
-/// sqlx binds a numbered one (`$n`) by its name, which SQLite finds by walking the statement's list
-/// of names, so binding numbered parameters costs the square of their number.
-pub(super) fn placeholders(kind: StoreKind, rows: usize, columns: usize) -> String {
-    // Written into one string: this runs for every batch of judged jobs recorded.
-    let mut values = String::with_capacity(rows * (columns * 6 + 2));
-    for row in 0..rows {
-        values.push_str(if row == 0 { "(" } else { ", (" });
-        for column in 0..columns {
-            if column > 0 {
-                values.push_str(", ");
-            }
-            match kind {
-                StoreKind::Sqlite => values.push('?'),
-                StoreKind::Postgres => {
-                    let _ = write!(values, "${}", row * columns + column + 1);
-                }
-            }
-        }
-        values.push(')');
-    }
-    values
-}
 
 /// How a transaction holds the window's row on PostgreSQL (SQLite has one writer).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -105,23 +69,5 @@ fn members(runner: &str) -> (&'static str, Option<&str>) {
         ("issuer = $1 AND runner_key IS NULL AND runner_name = $2", Some(name))
     } else {
         ("issuer = $1 AND runner_key IS NULL AND runner_name IS NULL", None)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{StoreKind, placeholders};
-
-    #[test]
-    fn placeholders_number_the_parameters_row_after_row_on_postgres_and_leave_them_anonymous_on_sqlite() {
-        let cases = [
-            (StoreKind::Postgres, 1, 1, "($1)"),
-            (StoreKind::Postgres, 2, 3, "($1, $2, $3), ($4, $5, $6)"),
-            (StoreKind::Sqlite, 2, 2, "(?, ?), (?, ?)"),
-            (StoreKind::Sqlite, 0, 4, ""),
-        ];
-        for (kind, rows, columns, expected) in cases {
-            assert_eq!(placeholders(kind, rows, columns), expected, "{rows} rows of {columns}");
-        }
     }
 }
