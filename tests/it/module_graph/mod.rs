@@ -8,11 +8,13 @@
 //! - among the files (and sub-folders) of any one folder. A folder's `mod.rs` is their parent,
 //!   not one of them: children using what it declares is no cycle.
 //!
-//! A use of a type also uses every other module that gives it methods (`impl Type { … }`, not an
-//! `impl Trait for Type`): calling them runs that module's code though no import names it. A
-//! file that names the type (imports it, or writes a path to it) gets an edge to each file with
-//! such an impl that is not the type's own, labelled `Type (methods in src/…)`. A file that only
-//! calls the methods on a value it was handed, never naming the type, is not seen.
+//! A use of a type also uses another module that gives it methods (`impl Type { … }`, not an
+//! `impl Trait for Type`) when it calls one: that runs the module's code though no import names
+//! it. A file that names the type (imports it, or writes a path to it) and calls a function or
+//! constant of such an impl by its name (`.name(`, `Type::name`) gets an edge to the impl's file,
+//! when that is not the type's own, labelled `Type (methods in src/…: name)`. Names are matched,
+//! not types: a call of a like-named method of another type counts too. A file that only calls
+//! the methods on a value it was handed, never naming the type, is not seen.
 
 mod reader;
 
@@ -145,10 +147,12 @@ fn an_impl_names_the_type_it_gives_methods_to() {
         "impl<'a, F: Fn() -> u8> a::Holder<'a, F> where F: for<'b> Fn(&'b u8) {} \
          impl<T> Trait<T> for Holder<T> {} impl !Send for Holder {} impl dyn Any {} \
          fn f(x: impl Sized) -> impl Iterator<Item = u8> { todo!() } \
-         #[cfg(test)] mod tests { unsafe impl Kind {} } macro_rules! m { ($t:ty) => { impl $t {} } }",
+         #[cfg(test)] mod tests { unsafe impl Kind { const A: u8 = 1; pub const fn b() { fn inner() {} } } } \
+         macro_rules! m { ($t:ty) => { impl $t {} } }",
     );
     let impls: Vec<_> = source.impls.iter().map(|impl_| (impl_.scope.join("::"), impl_.path.join("::"))).collect();
     assert_eq!(impls, [("".to_owned(), "a::Holder".to_owned()), ("tests".to_owned(), "Kind".to_owned())]);
+    assert_eq!(Vec::from_iter(&source.impls[1].methods), ["A", "b"]);
 }
 
 /// The crate's files, each with its module path (`["policy", "model"]`) and what it says.

@@ -36,7 +36,6 @@ pub(super) struct Import {
 }
 
 /// An inherent impl: the type's path as written (`Kind`, `super::Kind`), not an `impl Trait for`.
-#[derive(Debug, PartialEq)]
 pub(super) struct Impl {
     pub(super) scope: Vec<String>,
     pub(super) path: Vec<String>,
@@ -167,7 +166,7 @@ fn inherent_impl(tokens: &[Token]) -> Option<(Vec<String>, BTreeSet<String>)> {
             (Token::Punct('}'), _) if depth == 1 => break,
             (Token::Punct('}'), _) => depth -= 1,
             (Token::Ident(keyword), Some(Token::Ident(name)))
-                if depth == 1 && (keyword == "fn" || keyword == "const") =>
+                if depth == 1 && (keyword == "fn" || keyword == "const") && name != "fn" =>
             {
                 methods.insert(name.clone());
             }
