@@ -7,9 +7,21 @@
 //!   children counted as one);
 //! - among the files (and sub-folders) of any one folder. A folder's `mod.rs` is their parent,
 //!   not one of them: children using what it declares is no cycle.
+//!
+//! A use of a type also uses another module that gives it methods (`impl Type { … }`, not an
+//! `impl Trait for Type`) when it calls one: that runs the module's code though no import names
+//! it. A file that names the type (imports it, or writes a path to it) and calls a function or
+//! constant of such an impl by its name (`.name(`, `Type::name`) gets an edge to the impl's file,
+//! when that is not the type's own, labelled `Type (methods in src/…: name)`. Names are matched,
+//! not types: a call of a like-named method of another type counts too. A file that only calls
+//! the methods on a value it was handed, never naming the type, is not seen.
+
+mod reader;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
+
+use reader::{Impl, Source};
 
 /// Edges that close a cycle and are left for now, `(file, file it uses)` under `src/`, each with
 /// a comment saying why; remove the entry with the use. An entry whose edge no longer exists
@@ -104,6 +116,45 @@ fn uses_resolve_through_re_exports_and_within_folders() {
     assert!(cycles[0].contains("src/p/n.rs uses super::Role"), "{}", cycles[0]);
 }
 
+#[test]
+fn a_use_reaches_the_module_that_gives_its_type_methods() {
+    let graph = Graph::from_sources(&[
+        ("lib.rs", "pub mod kind; pub mod a; pub mod b; pub mod c; pub mod d;"),
+        ("kind.rs", "pub enum Kind { A } impl Kind { pub fn name(self) {} }"),
+        // Methods on another module's type, that run code of `b`.
+        ("a.rs", "use crate::kind::Kind; impl Kind { pub fn a(self) -> crate::b::B { todo!() } }"),
+        // Imports nothing of `a`, and runs its code.
+        ("b.rs", "pub struct B; pub fn f(kind: crate::kind::Kind) { kind.a(); }"),
+        // A trait's impl: its methods are the trait's, reached through the trait.
+        ("c.rs", "use crate::{d, kind}; impl std::fmt::Display for kind::Kind { fn fmt() {} } fn g() { d::h(); }"),
+        ("d.rs", "use crate::kind; pub fn h(kind: kind::Kind, f: F) { kind.name(); kind.fmt(f); }"),
+    ]);
+    let edges = graph.edges();
+    assert_eq!(edges.get(&("src/b.rs", "src/a.rs")).map(String::as_str), Some("Kind (methods in src/a.rs: a)"));
+    assert!(!edges.contains_key(&("src/d.rs", "src/c.rs")), "{edges:?}");
+    // Names `Kind` but calls none of the methods `a` gives it.
+    assert!(!edges.contains_key(&("src/d.rs", "src/a.rs")), "{edges:?}");
+
+    let cycles = graph.cycles(&edges);
+    assert_eq!(cycles.len(), 1, "{cycles:?}");
+    assert!(cycles[0].starts_with("a → b → a\n"), "{}", cycles[0]);
+    assert!(cycles[0].contains("src/b.rs uses Kind (methods in src/a.rs: a)"), "{}", cycles[0]);
+}
+
+#[test]
+fn an_impl_names_the_type_it_gives_methods_to() {
+    let source = Source::parse(
+        "impl<'a, F: Fn() -> u8> a::Holder<'a, F> where F: for<'b> Fn(&'b u8) {} \
+         impl<T> Trait<T> for Holder<T> {} impl !Send for Holder {} impl dyn Any {} \
+         fn f(x: impl Sized) -> impl Iterator<Item = u8> { todo!() } \
+         #[cfg(test)] mod tests { unsafe impl Kind { const A: u8 = 1; pub const fn b() { fn inner() {} } } } \
+         macro_rules! m { ($t:ty) => { impl $t {} } }",
+    );
+    let impls: Vec<_> = source.impls.iter().map(|impl_| (impl_.scope.join("::"), impl_.path.join("::"))).collect();
+    assert_eq!(impls, [("".to_owned(), "a::Holder".to_owned()), ("tests".to_owned(), "Kind".to_owned())]);
+    assert_eq!(Vec::from_iter(&source.impls[1].methods), ["A", "b"]);
+}
+
 /// The crate's files, each with its module path (`["policy", "model"]`) and what it says.
 struct Graph {
     files: Vec<File>,
@@ -114,28 +165,6 @@ struct File {
     path: String,
     module: Vec<String>,
     source: Source,
-}
-
-/// What one file declares and uses. `scope` is the inline `mod x { … }` blocks around a path.
-#[derive(Default)]
-struct Source {
-    children: Vec<Child>,
-    imports: Vec<Import>,
-    uses: Vec<(Vec<String>, Vec<String>)>,
-}
-
-/// `#[path = "…"] mod name;`
-struct Child {
-    scope: Vec<String>,
-    name: String,
-    path: Option<String>,
-}
-
-/// `use path as name;` brings `name` into the file's scope.
-struct Import {
-    scope: Vec<String>,
-    name: String,
-    path: Vec<String>,
 }
 
 impl Graph {
@@ -181,7 +210,8 @@ impl Graph {
         graph
     }
 
-    /// Every use of another file: `(file, file it uses)` with the first path that says so.
+    /// Every use of another file: `(file, file it uses)` with the first path that says so; then
+    /// each use of a type reaching the other files that give it methods.
     fn edges(&self) -> BTreeMap<(&str, &str), String> {
         let mut edges = BTreeMap::new();
         for (index, file) in self.files.iter().enumerate() {
@@ -196,12 +226,92 @@ impl Graph {
                 }
             }
         }
+        let methods = self.methods();
+        for (index, file) in self.files.iter().enumerate() {
+            for (type_file, name) in self.types_named(index) {
+                let elsewhere = methods.get(&(type_file, name.clone())).into_iter().flatten();
+                for (&methods_file, declared) in elsewhere.filter(|&(&at, _)| at != type_file && at != index) {
+                    let Some(called) = declared.iter().find(|method| file.source.called.contains(*method)) else {
+                        continue;
+                    };
+                    let methods_path = self.files[methods_file].path.as_str();
+                    let edge = (file.path.as_str(), methods_path);
+                    edges.entry(edge).or_insert_with(|| format!("{name} (methods in {methods_path}: {called})"));
+                }
+            }
+        }
         edges
+    }
+
+    /// For each type, `(the file that declares it, its name)`: the files with an inherent impl of
+    /// it, each with the functions and constants it declares there.
+    fn methods(&self) -> BTreeMap<(usize, String), BTreeMap<usize, BTreeSet<String>>> {
+        let mut methods: BTreeMap<_, BTreeMap<usize, BTreeSet<String>>> = BTreeMap::new();
+        for (index, file) in self.files.iter().enumerate() {
+            for impl_ in &file.source.impls {
+                let Some(type_) = self.impl_type(index, impl_) else { continue };
+                methods.entry(type_).or_default().entry(index).or_default().extend(impl_.methods.iter().cloned());
+            }
+        }
+        methods
+    }
+
+    /// The type an impl gives methods to, as `(file that declares it, name)`: through the file's
+    /// import of that name, else declared in the file itself, else reached through a glob import
+    /// (`use super::*`) of a file that declares it; failing all, the file itself, whose macros
+    /// may generate it.
+    fn impl_type(&self, index: usize, impl_: &Impl) -> Option<(usize, String)> {
+        let file = &self.files[index];
+        let context = [&file.module[..], &impl_.scope[..]].concat();
+        let [name] = &impl_.path[..] else {
+            return self.resolve_item(&context, &impl_.path, 0).and_then(|(file, name)| Some((file, name?)));
+        };
+        let imports = file.source.imports.iter().filter(|import| import.scope == impl_.scope);
+        if let Some(import) = imports.clone().find(|import| &import.name == name) {
+            return self.resolve_item(&context, &import.path, 0).and_then(|(file, name)| Some((file, name?)));
+        }
+        if file.source.types.contains(name) {
+            return Some((index, name.clone()));
+        }
+        let declares = |other: usize| {
+            let source = &self.files[other].source;
+            source.types.contains(name) || source.imports.iter().any(|import| &import.name == name)
+        };
+        let through_glob = imports.filter(|import| import.name == "*").find_map(|glob| {
+            let path = [&glob.path[..], std::slice::from_ref(name)].concat();
+            let (other, _) = self.resolve_item(&context, &path, 0)?;
+            declares(other).then_some(other)
+        });
+        Some((through_glob.unwrap_or(index), name.clone()))
+    }
+
+    /// The types a file names, as `(file that declares it, name)`: each path it uses, and each
+    /// path it writes from a name it imports (`ci::CiKind` after `use crate::ci;`).
+    fn types_named(&self, index: usize) -> BTreeSet<(usize, String)> {
+        let file = &self.files[index];
+        let from_imports = file.source.local_paths.iter().filter_map(|(scope, path)| {
+            let imports = file.source.imports.iter().filter(|import| &import.scope == scope);
+            let import = imports.filter(|import| import.name != "*").find(|import| import.name == path[0])?;
+            Some((scope, [&import.path[..], &path[1..]].concat()))
+        });
+        let uses = file.source.uses.iter().map(|(scope, path)| (scope, path.clone()));
+        uses.chain(from_imports)
+            .filter_map(|(scope, path)| {
+                let context = [&file.module[..], &scope[..]].concat();
+                let (file, name) = self.resolve_item(&context, &path, 0)?;
+                Some((file, name?))
+            })
+            .collect()
     }
 
     /// The file a path names: the deepest module of the path that is a file, or, when the next
     /// segment is a name that file imports, the file that import names.
     fn resolve(&self, context: &[String], path: &[String], depth: usize) -> Option<usize> {
+        self.resolve_item(context, path, depth).map(|(file, _)| file)
+    }
+
+    /// `resolve`, with the name the path reaches in that file, if it goes past the file's module.
+    fn resolve_item(&self, context: &[String], path: &[String], depth: usize) -> Option<(usize, Option<String>)> {
         let first = path.first()?;
         let absolute: Vec<String> = match first.as_str() {
             "crate" => path[1..].to_vec(),
@@ -216,13 +326,14 @@ impl Graph {
         };
         let depth_of_file = (0..=absolute.len()).rev().find(|&n| self.modules.contains_key(&absolute[..n]))?;
         let file = self.modules[&absolute[..depth_of_file]];
-        let re_exported = absolute.get(depth_of_file).and_then(|name| {
+        let name = absolute.get(depth_of_file);
+        let re_exported = name.and_then(|name| {
             let imports = self.files[file].source.imports.iter();
             let import = imports.filter(|import| import.scope.is_empty()).find(|import| &import.name == name)?;
             let path = [&import.path[..], &absolute[depth_of_file + 1..]].concat();
-            (depth < 8).then(|| self.resolve(&self.files[file].module, &path, depth + 1)).flatten()
+            (depth < 8).then(|| self.resolve_item(&self.files[file].module, &path, depth + 1)).flatten()
         });
-        Some(re_exported.unwrap_or(file))
+        Some(re_exported.unwrap_or((file, name.cloned())))
     }
 
     /// The cycles among the children of each module, each once, with the uses that close it.
@@ -283,210 +394,4 @@ fn shortest_way_back(graph: &BTreeMap<String, BTreeMap<String, String>>, start: 
         }
     }
     None
-}
-
-impl Source {
-    fn parse(text: &str) -> Self {
-        let tokens = tokens(text);
-        let mut source = Source::default();
-        // Inline modules around the current token, with the brace depth each one closes at.
-        let mut scope: Vec<(String, usize)> = Vec::new();
-        let mut depth = 0_usize;
-        let mut path_attribute = None;
-        let mut i = 0;
-        while i < tokens.len() {
-            let names = || scope.iter().map(|(name, _)| name.clone()).collect::<Vec<_>>();
-            match (&tokens[i], tokens.get(i + 1), tokens.get(i + 2)) {
-                (Token::Punct('{'), ..) => depth += 1,
-                (Token::Punct('}'), ..) => {
-                    depth = depth.saturating_sub(1);
-                    if scope.last().is_some_and(|(_, closes_at)| *closes_at == depth) {
-                        scope.pop();
-                    }
-                }
-                (Token::Ident(path), Some(Token::Punct('=')), Some(Token::Str(file)))
-                    if path == "path" && i > 0 && tokens[i - 1] == Token::Punct('[') =>
-                {
-                    path_attribute = Some(file.clone());
-                }
-                (Token::Ident(keyword), Some(Token::Ident(name)), Some(Token::Punct(';'))) if keyword == "mod" => {
-                    let path = path_attribute.take();
-                    source.children.push(Child { scope: names(), name: name.clone(), path });
-                }
-                (Token::Ident(keyword), Some(Token::Ident(name)), Some(Token::Punct('{'))) if keyword == "mod" => {
-                    scope.push((name.clone(), depth));
-                    depth += 1;
-                    i += 2;
-                }
-                // Not `impl Trait + use<'a>`.
-                (Token::Ident(keyword), next, _) if keyword == "use" && next != Some(&Token::Punct('<')) => {
-                    let end = tokens[i..].iter().position(|t| *t == Token::Punct(';')).map_or(tokens.len(), |n| i + n);
-                    for (name, path) in use_tree(&tokens[i + 1..end]) {
-                        source.uses.push((names(), path.clone()));
-                        source.imports.push(Import { scope: names(), name, path });
-                    }
-                    i = end;
-                }
-                // `#[serde(with = "crate::a::f")]`
-                (Token::Str(text), ..) if is_path(text) => {
-                    source.uses.push((names(), text.split("::").map(str::to_owned).collect()));
-                }
-                (Token::Ident(first), Some(Token::PathSep), _) if first == "crate" || first == "super" => {
-                    let mut path = vec![first.clone()];
-                    while let (Some(Token::PathSep), Some(Token::Ident(segment))) =
-                        (tokens.get(i + 1), tokens.get(i + 2))
-                    {
-                        path.push(segment.clone());
-                        i += 2;
-                    }
-                    source.uses.push((names(), path));
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-        source
-    }
-}
-
-/// Whether `text` is a path from the crate or the parent module, and nothing else.
-fn is_path(text: &str) -> bool {
-    let mut segments = text.split("::");
-    let identifier = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
-    matches!(segments.next(), Some("crate" | "super")) && text.contains("::") && segments.all(identifier)
-}
-
-/// The paths of a `use` tree (what follows `use`, up to `;`), each with the name it binds.
-fn use_tree(tokens: &[Token]) -> Vec<(String, Vec<String>)> {
-    let mut paths = Vec::new();
-    let mut prefixes: Vec<Vec<String>> = Vec::new();
-    let mut current: Vec<String> = Vec::new();
-    let mut alias = None;
-    let mut emitted = false;
-    let mut tokens = tokens.iter().peekable();
-    while let Some(token) = tokens.next() {
-        match token {
-            Token::Punct('{') => prefixes.push(current.clone()),
-            Token::Punct(',' | '}') => {
-                if !emitted && !current.is_empty() {
-                    let name = alias.take().or_else(|| current.last().cloned()).unwrap_or_default();
-                    paths.push((name, current.clone()));
-                }
-                let closing = *token == Token::Punct('}');
-                current = if closing { prefixes.pop() } else { prefixes.last().cloned() }.unwrap_or_default();
-                emitted = closing;
-            }
-            Token::Ident(keyword) if keyword == "as" => {
-                if let Some(Token::Ident(name)) = tokens.next() {
-                    alias = Some(name.clone());
-                }
-            }
-            // `{self, …}` names the prefix itself.
-            Token::Ident(keyword) if keyword == "self" && !current.is_empty() => emitted = false,
-            Token::Ident(segment) => {
-                current.push(segment.clone());
-                emitted = false;
-            }
-            // `*` binds no one name: the path is the module it opens.
-            Token::Punct('*') => alias = Some("*".to_owned()),
-            _ => {}
-        }
-    }
-    if !emitted && !current.is_empty() {
-        paths.push((alias.unwrap_or_else(|| current.last().cloned().unwrap_or_default()), current));
-    }
-    paths
-}
-
-#[derive(Debug, PartialEq)]
-enum Token {
-    Ident(String),
-    Str(String),
-    PathSep,
-    Punct(char),
-}
-
-/// Rust source as identifiers, strings, `::` and other punctuation; comments, characters,
-/// lifetimes and numbers are dropped (a path in a comment or a string uses nothing).
-fn tokens(text: &str) -> Vec<Token> {
-    let chars: Vec<char> = text.chars().collect();
-    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
-    let mut tokens = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let string_at = match (c, at(i + 1), at(i + 2)) {
-            ('"', ..) => Some(i),
-            ('b' | 'c', '"', _) => Some(i + 1),
-            ('r', '"' | '#', _) | ('b' | 'c', 'r', '"' | '#') => Some(i + 1 + usize::from(c != 'r')),
-            _ => None,
-        };
-        if let Some(start) = string_at.filter(|&start| chars[start] == '"' || raw_string(&chars, start).is_some()) {
-            let (text, end) =
-                if chars[start] == '"' { string(&chars, start) } else { raw_string(&chars, start).unwrap() };
-            tokens.push(Token::Str(text));
-            i = end;
-        } else if c == '/' && at(i + 1) == '/' {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-        } else if c == '/' && at(i + 1) == '*' {
-            let mut nesting = 0;
-            loop {
-                match (at(i), at(i + 1)) {
-                    ('/', '*') => (nesting, i) = (nesting + 1, i + 2),
-                    ('*', '/') => (nesting, i) = (nesting - 1, i + 2),
-                    ('\0', _) => break,
-                    _ => i += 1,
-                }
-                if nesting == 0 {
-                    break;
-                }
-            }
-        } else if c == '\'' || (c == 'b' && at(i + 1) == '\'') {
-            // A character ('x', '\n', b'x') is skipped whole; a lifetime ('a) only its quote.
-            let quote = if c == 'b' { i + 1 } else { i };
-            i = match (at(quote + 1), at(quote + 2)) {
-                ('\\', _) => (quote + 3..chars.len()).find(|&j| chars[j] == '\'').map_or(chars.len(), |j| j + 1),
-                (_, '\'') => quote + 3,
-                _ => quote + 1,
-            };
-        } else if c.is_alphanumeric() || c == '_' {
-            let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-            if !c.is_ascii_digit() {
-                tokens.push(Token::Ident(chars[start..i].iter().collect()));
-            }
-        } else if c == ':' && at(i + 1) == ':' {
-            tokens.push(Token::PathSep);
-            i += 2;
-        } else {
-            if !c.is_whitespace() {
-                tokens.push(Token::Punct(c));
-            }
-            i += 1;
-        }
-    }
-    tokens
-}
-
-/// `"…"` from its opening quote: its text (escapes kept as written) and the index after it.
-fn string(chars: &[char], start: usize) -> (String, usize) {
-    let mut i = start + 1;
-    while i < chars.len() && chars[i] != '"' {
-        i += if chars[i] == '\\' { 2 } else { 1 };
-    }
-    (chars[start + 1..i.min(chars.len())].iter().collect(), i + 1)
-}
-
-/// `#…#"…"#…#` from its first `#` or quote, when it is one.
-fn raw_string(chars: &[char], start: usize) -> Option<(String, usize)> {
-    let hashes = chars[start..].iter().take_while(|c| **c == '#').count();
-    let open = start + hashes;
-    (chars.get(open) == Some(&'"')).then_some(())?;
-    let closing: Vec<char> = std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
-    let end = (open + 1..chars.len()).find(|&i| chars[i..].starts_with(&closing)).unwrap_or(chars.len());
-    Some((chars[open + 1..end].iter().collect(), end + closing.len()))
 }
