@@ -84,33 +84,6 @@ pub struct FleetAggregates {
 }
 
 impl Store {
-    /// The aggregates of the jobs seen since `since` (unix seconds); staleness is judged on every
-    /// kept record against `stale_before`.
-    pub async fn fleet_aggregates(&self, since: i64, stale_before: i64) -> Result<FleetAggregates, Error> {
-        let mut runners = Vec::new();
-        let mut aggregates = self.fleet_aggregates_each(since, stale_before, |runner| runners.push(runner)).await?;
-        aggregates.runners = runners;
-        Ok(aggregates)
-    }
-
-    /// The aggregates as [`fleet_aggregates`](Self::fleet_aggregates) reads them, each runner's
-    /// row handed to `each` as it streams in and left out of the answer: what a caller that
-    /// only tallies runners (the `/metrics` refresh) holds stays the same size however many
-    /// runners there are. Read from the maintained window (`window/`) when it serves
-    /// `since`, as it does for the last [`FLEET_WINDOW`](super::window::FLEET_WINDOW) or
-    /// any earlier start not yet passed; else from every judged job of the window.
-    pub async fn fleet_aggregates_each(
-        &self,
-        since: i64,
-        stale_before: i64,
-        mut each: impl FnMut(RunnerJobsSeen),
-    ) -> Result<FleetAggregates, Error> {
-        match self.fleet_window_aggregates_each(since, stale_before, &mut each).await? {
-            Some(aggregates) => Ok(aggregates),
-            None => self.fleet_aggregates_from_jobs(since, stale_before, each).await,
-        }
-    }
-
     /// The aggregates computed from every judged job of the window, whatever its start: a pass
     /// over the jobs, so it takes time that grows with them.
     pub async fn fleet_aggregates_from_jobs(

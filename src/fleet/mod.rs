@@ -46,6 +46,37 @@ use report::{Refusals, Shown, runner_row};
 pub use stored_figures::StoredFigures;
 pub use window::{RunnerCounts, RunnersAsked, WorstRunners};
 
+/// Where the aggregates are read from: the maintained window when it serves the start asked, else
+/// every judged job.
+impl Store {
+    /// The aggregates of the jobs seen since `since` (unix seconds); staleness is judged on every
+    /// kept record against `stale_before`.
+    pub async fn fleet_aggregates(&self, since: i64, stale_before: i64) -> Result<FleetAggregates, Error> {
+        let mut runners = Vec::new();
+        let mut aggregates = self.fleet_aggregates_each(since, stale_before, |runner| runners.push(runner)).await?;
+        aggregates.runners = runners;
+        Ok(aggregates)
+    }
+
+    /// The aggregates as [`fleet_aggregates`](Self::fleet_aggregates) reads them, each runner's
+    /// row handed to `each` as it streams in and left out of the answer: what a caller that
+    /// only tallies runners (the `/metrics` refresh) holds stays the same size however many
+    /// runners there are. Read from the maintained window (`window/`) when it serves
+    /// `since`, as it does for the last [`FLEET_WINDOW`](window::FLEET_WINDOW) or
+    /// any earlier start not yet passed; else from every judged job of the window.
+    pub async fn fleet_aggregates_each(
+        &self,
+        since: i64,
+        stale_before: i64,
+        mut each: impl FnMut(RunnerJobsSeen),
+    ) -> Result<FleetAggregates, Error> {
+        match self.fleet_window_aggregates_each(since, stale_before, &mut each).await? {
+            Some(aggregates) => Ok(aggregates),
+            None => self.fleet_aggregates_from_jobs(since, stale_before, each).await,
+        }
+    }
+}
+
 /// The report of the jobs `store` saw since `since` (unix seconds), as of `now`, with the runners
 /// `filter` keeps: the store aggregates, and each runner is judged as it streams in, so what is
 /// held grows with the runners shown (at most the filter's limit), not with jobs or the fleet.

@@ -137,3 +137,5 @@ impl Store {
 #[cfg(all(test, feature = "server"))]
 #[path = "liveness_tests.rs"]
 mod liveness_tests;
+#[cfg(test)]
+mod sqlite_checkpoint_tests;
