@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::Deserializer;
 
-use super::from_map::from_map;
+use super::checked_section::from_map;
 
 /// What an STS session minted for a role is: the target role, optionally narrowed.
 #[derive(Clone, Debug)]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::Deserializer;
 
-use super::from_map::from_map;
+use super::checked_section::from_map;
 
 /// GitHub fixes an installation token's lifetime at one hour.
 pub const GITHUB_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::aws::{AWS_MAX_SESSION, AWS_MIN_SESSION, AwsDoc, AwsScope};
 use super::aws_binding;
 use super::binding::{self, AddressBinding};
-use super::from_map::from_map;
+use super::checked_section::from_map;
 use super::github_app::{GITHUB_TOKEN_LIFETIME, GithubAppDoc, GithubAppScope};
 use super::rule::Rule;
 use super::tiers::RunnerTier;

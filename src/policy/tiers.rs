@@ -3,9 +3,9 @@
 
 use serde::de::{Deserialize, Deserializer};
 
+use super::checked_section::from_map;
 use super::condition::Condition;
 use super::field::Ctx;
-use super::from_map::from_map;
 use super::rule::{ConditionsVisitor, Purpose};
 
 /// One entry of `runner_tiers`.

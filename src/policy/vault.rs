@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde::de::Deserializer;
 
-use super::from_map::from_map;
+use super::checked_section::from_map;
 
 /// What a Vault token minted for a role may do.
 #[derive(Clone, Debug)]

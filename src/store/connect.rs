@@ -11,7 +11,7 @@ use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{AnyConnection, Connection, Executor};
 
 use super::group_commit::GroupCommit;
-use super::writer::Writers;
+use super::write_connection::Writers;
 use super::{Error, Store, StoreConfig, StoreKind, sqlite_batch, sqlite_checkpoint};
 
 pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");

@@ -1,6 +1,6 @@
 //! Group commit for the exchange's writes. Concurrent exchanges hand their writes (leases begun,
 //! a lease activated) to one task, which commits whatever queued up meanwhile in one
-//! transaction: on PostgreSQL, of multi-row statements (`lease_batch.rs`); on SQLite, statement
+//! transaction: on PostgreSQL, of multi-row statements (`postgres_batch.rs`); on SQLite, statement
 //! by statement on a thread of its own (`sqlite_batch.rs`). An exchange still waits for its own
 //! write to commit: a lease is durable before anything is minted.
 
@@ -9,9 +9,9 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use super::commit_queue::{Counters, GroupCommitStats, Running, Write};
-use super::lease_batch::{self, Activation};
+use super::postgres_batch::{self, Activation};
 use super::sqlite_batch::{SqliteBatches, SqliteFile};
-use super::writer::{Writer, Writers};
+use super::write_connection::{Writer, Writers};
 use super::{Error, LeaseBegun, LeaseState, NewLeases};
 
 /// The most writes one transaction takes; also bounds a PostgreSQL statement's parameters (6 per
@@ -148,7 +148,7 @@ async fn commit_together(writer: &mut Writer, batch: &mut Vec<Write>) -> Result<
             }
         }
     }
-    let outcomes = lease_batch::begin_and_activate(writer, &begins, &activations).await?;
+    let outcomes = postgres_batch::begin_and_activate(writer, &begins, &activations).await?;
     let mut begun = outcomes.begun.into_iter();
     let mut activated = outcomes.activated.into_iter();
     for write in batch.drain(..) {

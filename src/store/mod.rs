@@ -11,8 +11,6 @@
 //! in one of the store's transactions without the store knowing the fleet.
 
 #[cfg(feature = "server")]
-mod asking;
-#[cfg(feature = "server")]
 mod ci_api_budget;
 #[cfg(feature = "server")]
 mod commit_queue;
@@ -24,17 +22,19 @@ mod group_commit;
 #[cfg(feature = "server")]
 mod jobs;
 #[cfg(feature = "server")]
-mod lease;
+mod jobs_to_ask;
 #[cfg(feature = "server")]
-mod lease_batch;
+mod lease_lifecycle;
 #[cfg(feature = "server")]
-mod leases;
+mod lease_records;
 #[cfg(feature = "server")]
 mod lock;
 #[cfg(feature = "server")]
+mod postgres_batch;
+#[cfg(feature = "server")]
 mod replay;
 #[cfg(feature = "server")]
-mod runners;
+mod runner_claims;
 #[cfg(feature = "server")]
 mod schema_state;
 #[cfg(feature = "server")]
@@ -44,10 +44,8 @@ mod sqlite_batch;
 #[cfg(feature = "server")]
 mod sqlite_checkpoint;
 #[cfg(feature = "server")]
-mod writer;
+mod write_connection;
 
-#[cfg(feature = "server")]
-pub use asking::JobToAsk;
 #[cfg(feature = "server")]
 pub use ci_api_budget::CallsTaken;
 #[cfg(feature = "server")]
@@ -56,19 +54,21 @@ pub use config::{StoreConfig, StoreKind};
 #[cfg(feature = "server")]
 pub use jobs::{EndOutcome, JobRecord, JobState};
 #[cfg(feature = "server")]
-pub use lease::{JobCiFacts, Lease, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
+pub use jobs_to_ask::JobToAsk;
+#[cfg(feature = "server")]
+pub use lease_records::{JobCiFacts, Lease, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 #[cfg(feature = "server")]
 pub use lock::StoreLock;
 #[cfg(feature = "server")]
-pub use runners::RunnerClaim;
+pub use runner_claims::RunnerClaim;
 #[cfg(feature = "server")]
-pub(crate) use runners::prune_claims;
+pub(crate) use runner_claims::prune_claims;
 #[cfg(feature = "server")]
 pub use schema_state::{SchemaState, schema_state};
 #[cfg(feature = "server")]
 pub(crate) use sql_values::{Query, placeholders, rows_per_statement};
 #[cfg(feature = "server")]
-pub(crate) use writer::Writer;
+pub(crate) use write_connection::Writer;
 
 #[cfg(feature = "server")]
 use sqlx::AnyPool;
@@ -102,8 +102,8 @@ pub enum Error {
 pub struct Store {
     /// Reads, and on PostgreSQL writes too.
     pool: AnyPool,
-    /// The connection each write goes through (see `writer.rs`).
-    writers: writer::Writers,
+    /// The connection each write goes through (see `write_connection.rs`).
+    writers: write_connection::Writers,
     /// The exchange's writes, committed together with concurrent exchanges' (see `group_commit.rs`).
     group_commit: group_commit::GroupCommit,
     kind: StoreKind,

@@ -19,10 +19,10 @@ use std::sync::mpsc::{self, Receiver, SendError, Sender};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::commit_queue::{Counters, RunningGuard, Write};
-use super::lease_batch::state_after_activation;
+use super::postgres_batch::state_after_activation;
 use super::replay::SPEND_TOKEN;
 use super::sqlite_checkpoint::Checkpoints;
-use super::writer::Writer;
+use super::write_connection::Writer;
 use super::{Error, LeaseBegun, LeaseState, NewLeases};
 use crate::clock::now;
 

@@ -1,3 +1,6 @@
+//! What the store keeps of a lease: its state, the records an exchange writes, and a lease as read
+//! back.
+
 use std::fmt;
 use std::str::FromStr;
 
