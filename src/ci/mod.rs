@@ -3,7 +3,8 @@
 //! job, how a job finds its token for `ci-creds get`, and which runner facts name a host.
 //!
 //! A CI is a folder that fills one `Ci`, and one line in `every_ci!` below, which declares its
-//! `CiKind` variant, its name and the dispatch `CiKind::ci` to its folder. Every token is verified by `identity` before any code here sees its claims.
+//! `CiKind` variant, its name and the dispatch `CiKind::ci` to its folder. Every token is
+//! verified by `identity` before any code here sees its claims.
 
 mod api;
 mod azure_pipelines;
