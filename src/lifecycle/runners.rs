@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::{Broker, Error};
+use super::{Error, Exchange};
 use crate::audit::{Event, JobIdentity};
 use crate::clock::now;
 use crate::job::{Job, RunnerKey};
@@ -72,7 +72,7 @@ impl RunnerJobs {
     }
 }
 
-impl Broker {
+impl Exchange {
     /// Refuses a single-use tier's job on a runner that already served another job, or whose
     /// runner cannot be told from others. Any other job passes untouched.
     pub(super) async fn claim_single_use(&self, job: &Job) -> Result<(), Error> {
