@@ -12,7 +12,7 @@ use crate::backends::vault::{VaultBackend, VaultLogin};
 use crate::ci_api::CiApis;
 use crate::config::{self, Config};
 use crate::identity::Verifier;
-use crate::lifecycle::{Broker, RevocationQueue, ci_credentials, reconciler, revocation, sweeper};
+use crate::lifecycle::{Broker, Parts, ci_credentials, reconciler, revocation, sweeper};
 use crate::net::HttpClient;
 use crate::policy::{BackendKind, PolicySet};
 use crate::store::StoreKind;
@@ -41,7 +41,7 @@ pub enum Error {
 }
 
 /// Builds everything `serve` needs; fails before listening if anything is misconfigured.
-pub async fn broker(config: &Config) -> Result<Broker, Error> {
+pub async fn parts(config: &Config) -> Result<Parts, Error> {
     let secrets = config.secrets()?;
     let policy = config::load_policies(&config.policy_dir)?;
     check_backends(&policy, config)?;
@@ -81,19 +81,15 @@ pub async fn broker(config: &Config) -> Result<Broker, Error> {
     if !audit.enabled() {
         tracing::warn!("no [audit] file or stdout configured: decisions are not recorded in an audit trail");
     }
-    let runner_jobs = crate::fleet::RunnerJobs::start(store.clone(), config.lifecycle.runner_retention);
-    Ok(Broker {
+    Ok(Parts {
         verifier,
         policy,
         store,
         backends: Backends { vault, aws, github_app: github },
         webhooks: secrets.webhooks,
-        revocations: RevocationQueue::default(),
         lifecycle: config.lifecycle.clone(),
         audit,
         ci_apis,
-        running: crate::lifecycle::running_cache(),
-        runner_jobs,
     })
 }
 
@@ -118,20 +114,20 @@ fn check_backends(policy: &PolicySet, config: &Config) -> Result<(), Error> {
 /// `serve --check-config`: everything `serve` checks before listening (config, secrets, policy,
 /// the store and its schema) plus that every configured backend answers; then a summary.
 pub async fn check(config: &Config) -> Result<String, Error> {
-    let broker = broker(config).await?;
-    broker.backends.check().await?;
-    let store = match broker.store.kind() {
+    let parts = parts(config).await?;
+    parts.backends.check().await?;
+    let store = match parts.store.kind() {
         StoreKind::Sqlite => "sqlite",
         StoreKind::Postgres => "postgres",
     };
     Ok(format!(
         "config ok: {} issuer(s), {} role(s), store {store} (migrated), backends answering: {}",
         config.issuers.len(),
-        broker.policy.roles().count(),
+        parts.policy.roles().count(),
         [
-            broker.backends.vault.as_ref().map(|_| "vault"),
-            broker.backends.aws.as_ref().map(|_| "aws"),
-            broker.backends.github_app.as_ref().map(|_| "github"),
+            parts.backends.vault.as_ref().map(|_| "vault"),
+            parts.backends.aws.as_ref().map(|_| "aws"),
+            parts.backends.github_app.as_ref().map(|_| "github"),
         ]
         .into_iter()
         .flatten()
@@ -142,22 +138,26 @@ pub async fn check(config: &Config) -> Result<String, Error> {
 
 pub async fn serve(config: Config) -> Result<(), Error> {
     metrics::install(&config.metrics)?;
-    let broker = Arc::new(broker(&config).await?);
+    let parts = parts(&config).await?;
+    let store = parts.store.clone();
+    let roles = parts.policy.roles().count();
+    let vault_login = parts.backends.vault.as_ref().map(|vault| vault.login().clone());
+    let broker = Arc::new(Broker::new(parts));
     // One broker process owns an SQLite file: claims still held are a dead process's. Replicas
     // sharing PostgreSQL wait for a dead replica's claims to lapse instead.
-    if broker.store.kind() == StoreKind::Sqlite {
-        let released = broker.store.release_claims().await? + broker.store.release_ask_claims().await?;
+    if store.kind() == StoreKind::Sqlite {
+        let released = store.release_claims().await? + store.release_ask_claims().await?;
         if released > 0 {
             tracing::warn!(released, "resuming revocations a previous broker process had claimed");
         }
     }
     // Leases left pending by a broker that died mid-mint: on SQLite every one of them (this
     // process owns the file, so none is being minted), on PostgreSQL those older than any mint.
-    let pending_bound = match broker.store.kind() {
+    let pending_bound = match store.kind() {
         StoreKind::Sqlite => 0,
         StoreKind::Postgres => crate::lifecycle::PENDING_GIVE_UP_SECONDS,
     };
-    broker.settle_unrecorded(crate::clock::now() + 1 - pending_bound).await?;
+    broker.exchange().settle_unrecorded(crate::clock::now() + 1 - pending_bound).await?;
     let listener =
         TcpListener::bind(config.listen).await.map_err(|source| Error::Listen { addr: config.listen, source })?;
     let addr = listener.local_addr().map_err(Error::Serve)?;
@@ -165,12 +165,12 @@ pub async fn serve(config: Config) -> Result<(), Error> {
     tokio::spawn(revocation::run(broker.clone()));
     tokio::spawn(sweeper::run(broker.clone()));
     tokio::spawn(reconciler::run(broker.clone()));
-    tokio::spawn(crate::fleet::gauges::run(broker.store.clone(), broker.lifecycle.fleet_refresh_interval));
+    tokio::spawn(crate::fleet::gauges::run(store.clone(), config.lifecycle.fleet_refresh_interval));
     tokio::spawn(ci_credentials::run(broker.clone()));
-    if let Some(vault) = &broker.backends.vault {
-        tokio::spawn(vault.login().clone().keep_alive());
+    if let Some(login) = vault_login {
+        tokio::spawn(login.keep_alive());
     }
-    tracing::info!(%addr, roles = broker.policy.roles().count(), "ci-creds listening");
+    tracing::info!(%addr, roles, "ci-creds listening");
     api::limits::serve(
         listener,
         api::router(broker, &config.limits, config.trusted_proxies.clone()),

@@ -19,7 +19,7 @@ use super::exchange_address::{TrustedProxies, X_FORWARDED_FOR, exchange_address}
 use super::openapi::ErrorResponse;
 use super::{ApiError, MAX_BODY_BYTES};
 use crate::backends::Credential;
-use crate::lifecycle::{Broker, ExchangeRequest, Exchanged, MAX_ROLES_PER_EXCHANGE};
+use crate::lifecycle::{Exchange, ExchangeRequest, Exchanged, MAX_ROLES_PER_EXCHANGE};
 use crate::metrics;
 
 #[derive(Serialize, ToSchema)]
@@ -132,7 +132,7 @@ fn expose_json<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> R
         (status = 503, description = "`backend_unavailable`, `issuer_unavailable`, `store_unavailable`, `ci_unavailable` (the CI's API could not confirm the job runs, with `on_unavailable = \"refuse\"`); `overloaded`, with `Retry-After`", body = ErrorResponse),
     ))]
 pub async fn create(
-    State(broker): State<Arc<Broker>>,
+    State(exchange): State<Arc<Exchange>>,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     trusted_proxies: Option<Extension<Arc<TrustedProxies>>>,
     headers: HeaderMap,
@@ -150,16 +150,16 @@ pub async fn create(
         .transpose()
         .map_err(ApiError::InvalidForwardedFor);
     let result = match address {
-        Ok(address) => exchange(&broker, &headers, body, address, &mut roles, &mut repository).await,
+        Ok(address) => attempt(&exchange, &headers, body, address, &mut roles, &mut repository).await,
         Err(error) => Err(error),
     };
     let code = result.as_ref().map_or_else(ApiError::code, |_| "granted");
-    metrics::exchange(code, &role_labels(&broker, &roles), repository.as_deref(), started.elapsed());
+    metrics::exchange(code, &role_labels(&exchange, &roles), repository.as_deref(), started.elapsed());
     Ok(Json(response(result?)))
 }
 
-async fn exchange(
-    broker: &Broker,
+async fn attempt(
+    exchange: &Exchange,
     headers: &HeaderMap,
     body: Body,
     address: Option<IpAddr>,
@@ -171,17 +171,17 @@ async fn exchange(
     roles.clone_from(&request.roles);
     let token = bearer_token(headers)?;
     let request = ExchangeRequest { address, ..request.into() };
-    let attempt = broker.attempt_exchange(token.expose_secret(), request).await;
+    let attempt = exchange.attempt_exchange(token.expose_secret(), request).await;
     *repository = attempt.repository;
     Ok(attempt.result?)
 }
 
 /// Requested roles as metric labels: the policy's names only, so a caller cannot mint labels.
-fn role_labels(broker: &Broker, requested: &[String]) -> Vec<String> {
+fn role_labels(exchange: &Exchange, requested: &[String]) -> Vec<String> {
     let mut labels: Vec<String> = requested
         .iter()
         .take(MAX_ROLES_PER_EXCHANGE)
-        .map(|role| if broker.policy.role(role).is_some() { role.clone() } else { "undefined".into() })
+        .map(|role| if exchange.defines_role(role) { role.clone() } else { "undefined".into() })
         .collect();
     labels.sort();
     labels.dedup();

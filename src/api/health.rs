@@ -23,7 +23,6 @@ pub async fn live() -> Json<Value> {
         (status = 503, description = "`not_ready`", body = ErrorResponse),
     ))]
 pub async fn ready(State(broker): State<Arc<Broker>>) -> Result<Json<Value>, ApiError> {
-    broker.store.ping().await.map_err(|e| ApiError::NotReady(format!("store: {e}")))?;
-    broker.backends.check().await.map_err(|e| ApiError::NotReady(e.to_string()))?;
+    broker.ready().await.map_err(ApiError::NotReady)?;
     Ok(Json(json!({ "status": "ready" })))
 }

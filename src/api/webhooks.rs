@@ -22,9 +22,8 @@ use super::ApiError;
 use super::body::read_limited;
 use super::credentials::bearer_token;
 use super::openapi::{ErrorResponse, JobEndBody, WebhookAck};
-use crate::ci::CiKind;
-use crate::ci::NamedJob;
-use crate::lifecycle::Broker;
+use crate::ci::{CiKind, NamedJob};
+use crate::lifecycle::JobEnds;
 use crate::lifecycle::webhooks::WebhookOutcome;
 use crate::metrics;
 
@@ -72,15 +71,15 @@ async fn documented() -> StatusCode {
 
 /// `POST /v1/webhooks/<name>` for the CI `kind`, with its documentation: the endpoint of a table
 /// named after its CI, as `[webhooks.jenkins]`.
-pub fn route(kind: CiKind) -> UtoipaMethodRouter<Arc<Broker>> {
-    let (schemas, documented, _): UtoipaMethodRouter<Arc<Broker>> = routes!(documented);
+pub fn route(kind: CiKind) -> UtoipaMethodRouter<super::Services> {
+    let (schemas, documented, _): UtoipaMethodRouter<super::Services> = routes!(documented);
     let mut operation = documented.paths.into_values().find_map(|item| item.post).expect("a documented POST");
     operation.operation_id = Some(kind.name().to_owned());
     operation.summary = Some(kind.ci().webhook_summary.to_owned());
     let path = format!("/v1/webhooks/{}", kind.name());
     let paths = Paths::builder().path(path, PathItem::new(HttpMethod::Post, operation)).build();
-    let handler = post(move |State(broker): State<Arc<Broker>>, headers: HeaderMap, body: Body| async move {
-        receive(&broker, kind.name(), &headers, body).await
+    let handler = post(move |State(job_ends): State<Arc<JobEnds>>, headers: HeaderMap, body: Body| async move {
+        receive(&job_ends, kind.name(), &headers, body).await
     });
     (schemas, paths, handler)
 }
@@ -93,19 +92,19 @@ pub fn route(kind: CiKind) -> UtoipaMethodRouter<Arc<Broker>> {
     request_body(content = serde_json::Value, description = "The CI system's delivery, as sent"),
     responses(WebhookResponses))]
 pub async fn named(
-    State(broker): State<Arc<Broker>>,
+    State(job_ends): State<Arc<JobEnds>>,
     name: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     // A name that does not decode names no endpoint.
     let Ok(Path(name)) = name else { return Err(ApiError::NotFound) };
-    receive(&broker, &name, &headers, body).await
+    receive(&job_ends, &name, &headers, body).await
 }
 
-async fn receive(broker: &Broker, name: &str, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
+async fn receive(job_ends: &JobEnds, name: &str, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
     let outcome = match read_limited(body, MAX_WEBHOOK_BYTES).await {
-        Ok(body) => broker.webhook(name, headers, &body).await.map_err(ApiError::from),
+        Ok(body) => job_ends.webhook(name, headers, &body).await.map_err(ApiError::from),
         Err(error) => Err(error),
     };
     let label = match &outcome {
@@ -117,8 +116,8 @@ async fn receive(broker: &Broker, name: &str, headers: &HeaderMap, body: Body) -
     };
     // Labelled by configured names only: a path nobody configured is the caller's word, and not
     // counted unless it is a CI's own path.
-    match broker.webhooks.endpoint(name) {
-        Some(endpoint) => metrics::webhook(endpoint.kind.name(), Arc::clone(&endpoint.name), label),
+    match job_ends.webhook_labels(name) {
+        Some((kind, configured)) => metrics::webhook(kind.name(), configured, label),
         None => {
             if let Some(kind) = CiKind::from_name(name) {
                 metrics::webhook(kind.name(), kind.name(), label);
@@ -164,7 +163,7 @@ pub struct RevokeRequest {
         (status = 503, description = "`issuer_unavailable`, `store_unavailable`; `overloaded`, with `Retry-After`", body = ErrorResponse),
     ))]
 pub async fn revoke_own_job(
-    State(broker): State<Arc<Broker>>,
+    State(job_ends): State<Arc<JobEnds>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
@@ -179,7 +178,7 @@ pub async fn revoke_own_job(
         })?
     };
     let token = bearer_token(&headers)?;
-    let ended = broker.end_own_job(token.expose_secret(), request.job).await?;
+    let ended = job_ends.end_own_job(token.expose_secret(), request.job).await?;
     Ok((StatusCode::OK, Json(ended)).into_response())
 }
 

@@ -3,10 +3,10 @@
 //! store, the credential is made whole. A crash before that leaves a credential that dies by
 //! itself within the grace; a crash after it leaves one the broker revokes at the job's end.
 
-use super::{Broker, Error};
+use super::{Error, Exchange};
 use crate::backends::{self, Confirmation};
 
-impl Broker {
+impl Exchange {
     /// Confirms the credential of `lease_id`, whose lease is active. A confirmation Vault could
     /// not take (unreachable) is tried once more: the job has spent its token on this exchange.
     /// If it still fails, the credential is not handed out to die unannounced at the end of its

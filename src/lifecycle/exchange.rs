@@ -8,13 +8,14 @@ use ipnet::IpNet;
 use time::OffsetDateTime;
 
 use super::jobs::keep_until;
+use super::judgement::Judgement;
 use super::request::{ExchangeRequest, bind_named_job, check_request};
-use super::{Broker, Error};
+use super::{Error, Exchange};
 use crate::audit::{Event, JobIdentity};
 use crate::backends::{self, Backend, Credential, MintRequest, Minted, RevokeHandle};
 use crate::ci::Job;
 use crate::identity::token_sha256;
-use crate::policy::{AWS_MIN_SESSION, BackendKind, Decision, Role};
+use crate::policy::{AWS_MIN_SESSION, BackendKind, Role};
 use crate::store::{JobCiFacts, LeaseBegun, LeaseState, NewLease, NewLeases, SpentToken};
 
 pub struct IssuedCredential {
@@ -47,7 +48,7 @@ pub struct Attempt {
     pub result: Result<Exchanged, Error>,
 }
 
-impl Broker {
+impl Exchange {
     pub async fn exchange(&self, token: &str, request: ExchangeRequest) -> Result<Exchanged, Error> {
         self.attempt_exchange(token, request).await.result
     }
@@ -98,6 +99,12 @@ impl Broker {
         }
     }
 
+    /// Whether the policy defines `role`: requested roles are metric labels only if so, so
+    /// that a caller cannot mint labels.
+    pub fn defines_role(&self, role: &str) -> bool {
+        self.policy.role(role).is_some()
+    }
+
     fn audit_refusal(&self, token_sha256: &str, job: Option<&Job>, request: &ExchangeRequest, error: &Error) {
         let denied = match error {
             Error::Denied(denials) => Some(denials.as_slice()),
@@ -119,35 +126,9 @@ impl Broker {
         token_sha256: &str,
         request: &ExchangeRequest,
     ) -> Result<(Vec<IssuedCredential>, Option<&'static str>), Error> {
-        // Runner facts the token lacks, and what the job runs for where only the CI's API tells
-        // it, are sought before deciding, with the liveness check's call.
-        let wants_runner = self.policy.wants_runner_facts(job, &request.roles);
-        let tells_head = self.ci_apis.get(&job.issuer).is_some_and(|api| api.tells_head());
-        let early = if wants_runner || tells_head {
-            Some(self.check_running(job, wants_runner.then_some(request.roles.as_slice())).await?)
-        } else {
-            None
-        };
-        let roles = match self.policy.decide(job, &request.roles) {
-            Decision::Granted(roles) => roles,
-            Decision::Denied(denials) => {
-                tracing::info!(issuer = %job.issuer, job_id = %job.job_id, repository = %job.repository, "exchange denied");
-                return Err(Error::Denied(denials));
-            }
-        };
-        // A bound role asked without an address is refused before the token is spent.
-        if request.address.is_none()
-            && let Some(role) = roles.iter().find(|role| role.bind.is_some())
-        {
-            return Err(Error::AddressUnknown { role: role.name.clone() });
-        }
-        let checked = match early {
-            Some(checked) => checked,
-            None => self.check_running(job, None).await?,
-        };
-        let checked = self.settle_liveness(job, checked)?;
+        let Judgement { roles, ci, liveness } = self.judge(job, request).await?;
         self.claim_single_use(job).await?;
-        let planned = self.begin_leases(job, &roles, request, checked.facts).await?;
+        let planned = self.begin_leases(job, &roles, request, ci).await?;
         // A job within a run ends with the run. Asked once this job's leases are written: a run's
         // end that came before is seen here, and one that comes after finds this job to end.
         if let Some(run) = job.named_job.as_ref().and(job.run_id.as_deref())
@@ -172,7 +153,7 @@ impl Broker {
             roles = ?issued.iter().map(|c| c.role.as_str()).collect::<Vec<_>>(),
             "credentials issued"
         );
-        Ok((issued, checked.liveness))
+        Ok((issued, liveness))
     }
 
     /// Writes the exchange's intent to mint, one pending lease per role, and spends its token,

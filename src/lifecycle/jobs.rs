@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Broker, Error};
+use super::{Error, JobEnds};
 use crate::audit::{Event, JobRef};
 use crate::ci::NamedJob;
 use crate::clock::now;
@@ -62,11 +62,11 @@ pub(super) fn keep_until(latest: i64, retention: Duration) -> i64 {
     latest.saturating_add(i64::try_from(retention.as_secs()).unwrap_or(i64::MAX))
 }
 
-impl Broker {
+impl JobEnds {
     /// Ends `job_id` of `issuer`. With a webhook `delivery` (source, id) that was applied before,
     /// nothing changes and `None` is returned. `token_sha256` is the job's own token, when it
     /// ended itself.
-    pub async fn end_job(
+    pub(super) async fn end_job(
         &self,
         issuer: &str,
         job_id: &str,

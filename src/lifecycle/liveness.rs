@@ -1,14 +1,15 @@
 //! At an exchange: asking the CI's API whether the job still runs, before any lease is written,
-//! and which runner it runs on when policy needs a fact its token lacks. One answer serves both.
-//! Running carries on; finished ends the job as a completion webhook would and refuses; unknown
-//! is allowed or refused as the issuer's `on_unavailable` says, once the policy has granted.
+//! and which runner it runs on when policy needs a fact its token lacks. One answer serves both;
+//! when it is asked is the exchange's judgement's (`judgement.rs`). Running carries on; finished
+//! ends the job as a completion webhook would and refuses; unknown is allowed or refused as the
+//! issuer's `on_unavailable` says, once the policy has granted.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Broker, EndedBy, Error};
-use crate::ci::{Job, RunnerFacts};
-use crate::ci::{JobLocator, Liveness};
+use super::ci_calls::{answer_label, ask_ci, take_ci_calls};
+use super::{EndedBy, Error, Exchange};
+use crate::ci::{Job, JobLocator, Liveness};
 use crate::ci_api::OnUnavailable;
 use crate::clock::now_ms;
 use crate::identity;
@@ -24,27 +25,16 @@ pub(super) struct Checked {
     unknown: Option<String>,
 }
 
-impl Broker {
-    /// Asks the CI's API about the job when its issuer checks liveness, when judging
-    /// `runner_for` (the requested roles) needs runner facts the token lacks, or when the API
+impl Exchange {
+    /// Asks the CI's API about the job when its issuer checks liveness, when `want_runner` (the
+    /// policy needs runner facts that neither the token nor a webhook gave), or when the API
     /// tells what the job runs for (a Jenkins build's head), which it then sets. Facts found are
-    /// merged into the job beneath its token's; when they are wanted, the runner a webhook named
-    /// is merged first, and the API is asked only if facts are still missing.
-    pub(super) async fn check_running(&self, job: &mut Job, runner_for: Option<&[String]>) -> Result<Checked, Error> {
+    /// merged into the job beneath its token's.
+    pub(super) async fn check_running(&self, job: &mut Job, want_runner: bool) -> Result<Checked, Error> {
         let mut checked = Checked::default();
-        let want_runner = runner_for.is_some();
-        if want_runner {
-            self.merge_recorded_runner(job).await?;
-        }
-        let Some(api) = self.ci_apis.get(&job.issuer) else {
-            if want_runner {
-                job.runner.unavailable.get_or_insert_with(|| NO_CI_API.to_owned());
-            }
-            return Ok(checked);
-        };
+        let Some(api) = self.ci_apis.get(&job.issuer) else { return Ok(checked) };
         let locator = JobLocator::of(job);
         checked.facts.locator = locator.as_ref().ok().map(JobLocator::to_json);
-        let want_runner = runner_for.is_some_and(|roles| self.policy.wants_runner_facts(job, roles));
         // What a build runs for is asked at every exchange, never taken from the cache of
         // running jobs, which keeps only their runners.
         let tells_head = api.tells_head();
@@ -62,11 +52,11 @@ impl Broker {
         let holds_jobs = locator.as_ref().is_ok_and(JobLocator::holds_jobs);
         let answer = match locator {
             Err(reason) => Err(reason.to_owned()),
-            Ok(locator) => match self.take_ci_calls(api, 1, 0).await? {
-                Ok(_) => self.ask_ci(api, &locator, "exchange").await.report.map_err(|e| e.to_string()),
+            Ok(locator) => match take_ci_calls(&self.store, api, 1, 0).await? {
+                Ok(_) => ask_ci(&self.store, api, &locator, "exchange").await.report.map_err(|e| e.to_string()),
                 Err(skipped) => {
                     let reason = skipped.to_string();
-                    let answer = super::ci_calls::answer_label(Err(&skipped));
+                    let answer = answer_label(Err(&skipped));
                     crate::metrics::ci_api_call(&job.issuer, "exchange", answer, Duration::ZERO);
                     Err(reason)
                 }
@@ -107,9 +97,9 @@ impl Broker {
                     issuer = %job.issuer, job_id = %job.job_id, status = %report.status,
                     "the CI says this job has finished, yet it asked for credentials; ending it"
                 );
-                self.end_job(&job.issuer, &job.job_id, EndedBy::ExchangeCheck, None, None).await?;
+                self.job_ends.end_job(&job.issuer, &job.job_id, EndedBy::ExchangeCheck, None, None).await?;
                 if holds_jobs {
-                    self.end_jobs_within(&job.issuer, &job.job_id, EndedBy::ExchangeCheck).await?;
+                    self.job_ends.end_jobs_within(&job.issuer, &job.job_id, EndedBy::ExchangeCheck).await?;
                 }
                 Err(Error::JobEnded)
             }
@@ -138,16 +128,4 @@ impl Broker {
             }
         }
     }
-
-    /// The runner a start webhook (or an earlier answer of the CI's API) named for the job.
-    async fn merge_recorded_runner(&self, job: &mut Job) -> Result<(), Error> {
-        let recorded = self.store.job_runner(&job.issuer, &job.job_id).await?;
-        // Written by the broker from bounded facts; an unreadable record counts as none.
-        if let Some(facts) = recorded.and_then(|text| serde_json::from_str::<RunnerFacts>(&text).ok()) {
-            job.runner.merge(facts.to_runner());
-        }
-        Ok(())
-    }
 }
-
-const NO_CI_API: &str = "no CI API is configured for this issuer, and no webhook named the runner";

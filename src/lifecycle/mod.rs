@@ -1,6 +1,10 @@
 //! The job and lease lifecycle: exchanging a verified job token for credentials, ending jobs
-//! (webhooks, self-revoke), the durable revocation queue and the expiry sweeper.
+//! (webhooks, self-revoke), the durable revocation queue and the expiry sweeper. The API calls
+//! two services, [`Exchange`] and [`JobEnds`], through narrow methods; the [`Broker`] holds them
+//! and what the background tasks share.
 
+#[cfg(feature = "server")]
+mod broker;
 #[cfg(feature = "server")]
 mod ci_calls;
 #[cfg(feature = "server")]
@@ -11,6 +15,8 @@ mod confirm;
 mod exchange;
 #[cfg(feature = "server")]
 mod jobs;
+#[cfg(feature = "server")]
+mod judgement;
 #[cfg(feature = "server")]
 mod liveness;
 #[cfg(feature = "server")]
@@ -27,6 +33,8 @@ mod unrecorded;
 pub mod webhooks;
 
 #[cfg(feature = "server")]
+pub use broker::Parts;
+#[cfg(feature = "server")]
 pub use exchange::{Attempt, Exchanged, IssuedCredential};
 #[cfg(feature = "server")]
 pub use jobs::{EndedBy, JobEnd};
@@ -36,6 +44,8 @@ pub use revocation::{RevocationQueue, RevocationStats};
 #[cfg(feature = "server")]
 pub use unrecorded::PENDING_GIVE_UP_SECONDS;
 
+#[cfg(feature = "server")]
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -161,34 +171,67 @@ fn default_sweep_interval() -> Duration {
     Duration::from_secs(60)
 }
 
-/// Everything the lifecycle needs, shared by all requests and background tasks.
+/// The lifecycle as the rest of the broker sees it: the two services the API calls, and the
+/// background tasks (`revocation`, `sweeper`, `reconciler` …) that read what they need here.
+/// Built from its [`Parts`] (`broker.rs`); nothing outside `lifecycle/` reads its fields.
 #[cfg(feature = "server")]
 pub struct Broker {
-    pub verifier: Verifier,
-    pub policy: PolicySet,
-    pub store: Store,
-    pub backends: Backends,
-    pub webhooks: webhooks::Webhooks,
-    pub revocations: RevocationQueue,
-    pub lifecycle: LifecycleConfig,
-    pub audit: Audit,
-    pub ci_apis: CiApis,
+    exchange: Arc<Exchange>,
+    job_ends: Arc<JobEnds>,
+    policy: Arc<PolicySet>,
+    store: Store,
+    backends: Arc<Backends>,
+    revocations: Arc<RevocationQueue>,
+    lifecycle: LifecycleConfig,
+    ci_apis: Arc<CiApis>,
+    audit: Arc<Audit>,
+}
+
+/// Exchanging a job's token for credentials (`exchange.rs`): the judgement of runner facts,
+/// liveness and policy (`judgement.rs`), single use (`runners.rs`), leases and minting, and
+/// the settling of leases a broker left pending (`unrecorded.rs`).
+#[cfg(feature = "server")]
+pub struct Exchange {
+    verifier: Arc<Verifier>,
+    policy: Arc<PolicySet>,
+    store: Store,
+    backends: Arc<Backends>,
+    ci_apis: Arc<CiApis>,
     /// Jobs the CI's API said were running moments ago, by (issuer, job id): a job often
     /// exchanges several tokens at once, and one answer serves them all.
-    pub running: RunningCache,
-    pub runner_jobs: crate::fleet::RunnerJobs,
+    running: RunningCache,
+    runner_jobs: crate::fleet::RunnerJobs,
+    audit: Arc<Audit>,
+    revocations: Arc<RevocationQueue>,
+    lifecycle: LifecycleConfig,
+    /// A job the CI's API reports finished at an exchange is ended as a webhook would end it.
+    job_ends: Arc<JobEnds>,
+}
+
+/// Ending jobs (`jobs.rs`): by a CI's webhook (`webhooks/`), by the job itself, or as the
+/// CI's API reports; each end durable before its credentials are queued for revocation.
+#[cfg(feature = "server")]
+pub struct JobEnds {
+    verifier: Arc<Verifier>,
+    store: Store,
+    webhooks: webhooks::Webhooks,
+    revocations: Arc<RevocationQueue>,
+    /// The exchange's cache of running jobs, which forgets a job as it ends.
+    running: RunningCache,
+    audit: Arc<Audit>,
+    lifecycle: LifecycleConfig,
 }
 
 /// Jobs found running, with the runner the answer named.
 #[cfg(feature = "server")]
-pub type RunningCache = moka::future::Cache<(String, String), Option<std::sync::Arc<crate::ci::RunnerFacts>>>;
+type RunningCache = moka::future::Cache<(String, String), Option<std::sync::Arc<crate::ci::RunnerFacts>>>;
 
 /// How long a "running" answer is reused for the same job's exchanges.
 #[cfg(feature = "server")]
 pub const RUNNING_ANSWER_REUSE: Duration = Duration::from_secs(5);
 
 #[cfg(feature = "server")]
-pub fn running_cache() -> RunningCache {
+fn running_cache() -> RunningCache {
     moka::future::Cache::builder().max_capacity(100_000).time_to_live(RUNNING_ANSWER_REUSE).build()
 }
 

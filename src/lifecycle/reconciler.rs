@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
+use super::ci_calls::{ask_ci, take_ci_calls};
 use super::{Broker, EndedBy};
 use crate::ci::{JobLocator, Liveness};
 use crate::ci_api::{CiApi, Error as CiApiError};
@@ -78,7 +79,7 @@ impl Broker {
     async fn reconcile_issuer(&self, api: &CiApi) -> Result<Round, store::Error> {
         let reserve = if api.check_running { api.calls_per_minute / 5 } else { 0 };
         let per_minute = i64::from(api.calls_per_minute);
-        let Ok(limit) = self.take_ci_calls(api, per_minute, i64::from(reserve)).await? else {
+        let Ok(limit) = take_ci_calls(&self.store, api, per_minute, i64::from(reserve)).await? else {
             return Ok(Round::default());
         };
         let round_started = now_ms();
@@ -136,7 +137,7 @@ impl Broker {
             self.store.record_asked(issuer, &job.job_id, round_started, None).await?;
             return Ok(Outcome::Unknown);
         };
-        let asked = self.ask_ci(api, &locator, "reconcile").await;
+        let asked = ask_ci(&self.store, api, &locator, "reconcile").await;
         if asked.paused {
             paused.store(true, Ordering::Relaxed);
         }
@@ -148,9 +149,10 @@ impl Broker {
                 );
                 let runner = report.runner.and_then(|runner| serde_json::to_string(&runner).ok());
                 self.store.record_asked(issuer, &job.job_id, round_started, runner.as_deref()).await?;
-                let mut ended = self.end_job(issuer, &job.job_id, EndedBy::Reconcile, None, None).await.map(|_| 0);
+                let mut ended =
+                    self.job_ends.end_job(issuer, &job.job_id, EndedBy::Reconcile, None, None).await.map(|_| 0);
                 if ended.is_ok() && locator.holds_jobs() {
-                    ended = self.end_jobs_within(issuer, &job.job_id, EndedBy::Reconcile).await;
+                    ended = self.job_ends.end_jobs_within(issuer, &job.job_id, EndedBy::Reconcile).await;
                 }
                 match ended {
                     Ok(_) => Ok(Outcome::Ended),

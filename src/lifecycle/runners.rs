@@ -1,14 +1,14 @@
 //! Runners as identities at an exchange: a single-use tier's runner serves one job, and every
 //! judged job is handed with its runner to the fleet's recorder (`fleet::RunnerJobs`).
 
-use super::{Broker, Error};
+use super::{Error, Exchange};
 use crate::audit::{Event, JobIdentity};
 use crate::ci::{Job, RunnerKey};
 use crate::clock::now;
 use crate::fleet::{RunnerJob, RunnerRefusal};
 use crate::store::RunnerClaim;
 
-impl Broker {
+impl Exchange {
     /// Refuses a single-use tier's job on a runner that already served another job, or whose
     /// runner cannot be told from others. Any other job passes untouched.
     pub(super) async fn claim_single_use(&self, job: &Job) -> Result<(), Error> {

@@ -33,7 +33,7 @@ pub async fn sweep(broker: &Broker) -> Result<(), crate::store::Error> {
     if revoking_at_expiry > 0 {
         broker.revocations.wake();
     }
-    broker.settle_unrecorded(now - PENDING_GIVE_UP_SECONDS).await?;
+    broker.exchange.settle_unrecorded(now - PENDING_GIVE_UP_SECONDS).await?;
     let expired = store.expire_leases(now, REVOKING_GRACE_SECONDS).await?;
     let replays = store.prune_exchanged_tokens(now - REPLAY_RETENTION_SECONDS).await?;
     let leases = store.prune_leases(now - retention).await?;

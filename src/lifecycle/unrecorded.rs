@@ -9,7 +9,7 @@
 //!   token minted for it was created within its mint grace and dies by itself within seconds
 //!   (`backends/vault/mint_grace.rs`); a GitHub installation token lives out GitHub's hour.
 
-use super::Broker;
+use super::Exchange;
 use crate::backends::RevokeHandle;
 use crate::backends::aws::source_identity;
 use crate::store::{self, Lease};
@@ -22,7 +22,7 @@ pub const PENDING_GIVE_UP_SECONDS: i64 = 120;
 /// AWS leases settled per store query.
 const BATCH: i64 = 500;
 
-impl Broker {
+impl Exchange {
     /// Settles the leases begun before `begun_before` (unix seconds) that have no handle.
     pub async fn settle_unrecorded(&self, begun_before: i64) -> Result<(), store::Error> {
         let mut denied_by_job = 0;

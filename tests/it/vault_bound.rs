@@ -66,7 +66,7 @@ fn request(role: &str, address: Option<&str>) -> ExchangeRequest {
 /// job `job_id`).
 async fn exchange(setup: &Setup, role: &str, address: &str, job_id: &str) -> Exchanged {
     let token = github_token(&setup.issuer, |claims| claims["check_run_id"] = json!(job_id));
-    setup.broker.broker.exchange(&token, request(role, Some(address))).await.expect("granted")
+    setup.broker.exchange.exchange(&token, request(role, Some(address))).await.expect("granted")
 }
 
 fn vault_token(exchanged: &Exchanged) -> (String, String) {
@@ -182,14 +182,14 @@ async fn jobs_from_one_block_share_its_role_and_another_block_gets_its_own() {
 async fn a_bound_role_is_refused_where_the_address_is_unknown_and_the_token_stays_unspent() {
     let setup = setup().await;
     let token = github_token(&setup.issuer, |_| {});
-    let refused = setup.broker.broker.exchange(&token, request("read-config-bound", None)).await;
+    let refused = setup.broker.exchange.exchange(&token, request("read-config-bound", None)).await;
     assert!(
         matches!(&refused, Err(Error::AddressUnknown { role }) if role == "read-config-bound"),
         "{:?}",
         refused.err()
     );
     assert_eq!(bound_roles(&setup.bao).await, Vec::<String>::new(), "nothing made");
-    let granted = setup.broker.broker.exchange(&token, request("read-config-bound", Some("127.0.0.5"))).await;
+    let granted = setup.broker.exchange.exchange(&token, request("read-config-bound", Some("127.0.0.5"))).await;
     assert!(granted.is_ok(), "the same token, with its address, is granted: {:?}", granted.err());
 }
 
@@ -217,11 +217,11 @@ async fn a_bound_role_is_deleted_once_no_live_lease_of_its_block_remains() {
     sweep(broker).await.expect("sweeps");
     assert_eq!(bound_roles(&setup.bao).await, vec![role.clone()], "kept while its leases live");
 
-    broker.store.request_revocation(&first.credentials[0].lease_id).await.expect("first job ended");
+    setup.broker.store.request_revocation(&first.credentials[0].lease_id).await.expect("first job ended");
     sweep(broker).await.expect("sweeps");
     assert_eq!(bound_roles(&setup.bao).await, vec![role.clone()], "kept while the second job's lease lives");
 
-    broker.store.request_revocation(&second.credentials[0].lease_id).await.expect("second job ended");
+    setup.broker.store.request_revocation(&second.credentials[0].lease_id).await.expect("second job ended");
     sweep(broker).await.expect("sweeps");
     assert_eq!(bound_roles(&setup.bao).await, Vec::<String>::new(), "deleted: no live lease uses it");
 

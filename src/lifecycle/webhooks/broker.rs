@@ -1,12 +1,13 @@
 //! What the broker does with an authenticated delivery: end the job it names, once.
 
+use std::sync::Arc;
+
 use http::HeaderMap;
 
 use crate::audit::Event;
-use crate::ci::RunnerFacts;
-use crate::ci::{Verdict, WebhookError};
+use crate::ci::{CiKind, RunnerFacts, Verdict, WebhookError};
 use crate::clock::now;
-use crate::lifecycle::{Broker, EndedBy, Error, JobEnd};
+use crate::lifecycle::{EndedBy, Error, JobEnd, JobEnds};
 
 /// What the broker did with a delivery.
 #[derive(Debug, PartialEq, Eq)]
@@ -20,7 +21,7 @@ pub enum WebhookOutcome {
     Duplicate,
 }
 
-impl Broker {
+impl JobEnds {
     /// A delivery to the endpoint `name`: read as its issuer's CI writes them, and applied to that
     /// issuer's jobs only, whatever job it names.
     pub async fn webhook(&self, name: &str, headers: &HeaderMap, body: &[u8]) -> Result<WebhookOutcome, Error> {
@@ -62,6 +63,12 @@ impl Broker {
             None if revoked == 0 => WebhookOutcome::Duplicate,
             _ => WebhookOutcome::Ended(JobEnd { job_id, revoked }),
         })
+    }
+
+    /// The CI and the configured name of the endpoint `name`, for the labels of its metrics;
+    /// `None` when no endpoint is configured at that name.
+    pub fn webhook_labels(&self, name: &str) -> Option<(CiKind, Arc<str>)> {
+        self.webhooks.endpoint(name).map(|endpoint| (endpoint.kind, Arc::clone(&endpoint.name)))
     }
 
     async fn record_runner(&self, issuer: &str, job_id: &str, runner: &RunnerFacts) -> Result<(), Error> {

@@ -231,7 +231,13 @@ impl Graph {
             for (type_file, name) in self.types_named(index) {
                 let elsewhere = methods.get(&(type_file, name.clone())).into_iter().flatten();
                 for (&methods_file, declared) in elsewhere.filter(|&(&at, _)| at != type_file && at != index) {
-                    let Some(called) = declared.iter().find(|method| file.source.called.contains(*method)) else {
+                    let calls = |method: &String| {
+                        let called = &file.source.called;
+                        called.contains(method)
+                            || called.contains(&format!("{name}::{method}"))
+                            || called.contains(&format!("Self::{method}"))
+                    };
+                    let Some(called) = declared.iter().find(|method| calls(method)) else {
                         continue;
                     };
                     let methods_path = self.files[methods_file].path.as_str();

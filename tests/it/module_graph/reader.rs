@@ -16,8 +16,8 @@ pub(super) struct Source {
     pub(super) types: BTreeSet<String>,
     /// `impl Type { … }` and `impl<…> Type<…> { … }`: methods on a type, wherever it is declared.
     pub(super) impls: Vec<Impl>,
-    /// The names the file calls as a method or names after `::`: `x.name(…)`, `x.name::<…>`,
-    /// `Type::name`.
+    /// The names the file calls as a method, `x.name(…)` or `x.name::<…>`, and as
+    /// `Prefix::name` the names it writes after a path segment: `Type::name`, `Self::name`.
     pub(super) called: BTreeSet<String>,
 }
 
@@ -176,13 +176,18 @@ fn inherent_impl(tokens: &[Token]) -> Option<(Vec<String>, BTreeSet<String>)> {
     (!path.is_empty()).then_some((path, methods))
 }
 
-/// The names called as a method (`.name(`, `.name::<`) or named after `::`.
+/// The names called as a method (`.name(`, `.name::<`), and those named after a path segment,
+/// with it (`Type::name`): a like-named function of another type is not a call of this one's.
 fn called(tokens: &[Token]) -> BTreeSet<String> {
     let mut called = BTreeSet::new();
     for (i, token) in tokens.iter().enumerate().skip(1) {
         let Token::Ident(name) = token else { continue };
         let call = matches!(tokens.get(i + 1), Some(Token::Punct('(') | Token::PathSep));
-        if tokens[i - 1] == Token::PathSep || (tokens[i - 1] == Token::Punct('.') && call) {
+        if tokens[i - 1] == Token::PathSep {
+            if let Some(Token::Ident(prefix)) = i.checked_sub(2).and_then(|at| tokens.get(at)) {
+                called.insert(format!("{prefix}::{name}"));
+            }
+        } else if tokens[i - 1] == Token::Punct('.') && call {
             called.insert(name.clone());
         }
     }

@@ -1,15 +1,14 @@
-//! A broker built inside the test process, for tests that call `Broker::exchange` with what the
-//! HTTP layer would have determined (the job's address), against a real OpenBao and store.
+//! A broker built inside the test process, for tests that call `Exchange::exchange` with what
+//! the HTTP layer would have determined (the job's address), against a real OpenBao and store.
 
 use ci_creds::audit::Audit;
 use ci_creds::backends::Backends;
 use ci_creds::backends::vault::{VaultBackend, VaultConfig};
 use ci_creds::ci_api::CiApis;
 use ci_creds::config::{Config, load_policies};
-use ci_creds::fleet::RunnerJobs;
 use ci_creds::identity::Verifier;
 use ci_creds::lifecycle::webhooks::Webhooks;
-use ci_creds::lifecycle::{Broker, RevocationQueue, running_cache};
+use ci_creds::lifecycle::{Broker, Exchange, Parts};
 use ci_creds::net::HttpClient;
 use ci_creds::store::Store;
 use secrecy::SecretString;
@@ -21,6 +20,10 @@ use super::bao::Bao;
 /// What the broker reads from disk (its SQLite store, its policy); dropped with the broker.
 pub struct InProcess {
     pub broker: Broker,
+    /// The broker's exchange service, as the API calls it.
+    pub exchange: std::sync::Arc<Exchange>,
+    /// The broker's store, for a test to change what the API would (a job's end).
+    pub store: Store,
     pub dir: TempDir,
 }
 
@@ -59,18 +62,15 @@ pub async fn broker(
     let http = HttpClient::new().expect("HTTP client");
     let vault = VaultBackend::new(&vault_config, &SecretString::from(vault_token), http.clone()).expect("vault");
     let store = Store::open(&config.store, None).await.expect("store");
-    let broker = Broker {
+    let broker = Broker::new(Parts {
         verifier: Verifier::new(config.audience.clone(), config.issuers.clone(), http),
         policy: load_policies(&config.policy_dir).expect("policy loads"),
         store: store.clone(),
         backends: Backends { vault: Some(vault), ..Backends::default() },
         webhooks: Webhooks::default(),
-        revocations: RevocationQueue::default(),
         lifecycle: config.lifecycle.clone(),
         audit: Audit::open(&config.audit).expect("audit"),
         ci_apis: CiApis::from_config(&config.ci_api, &config.issuers).expect("CI APIs"),
-        running: running_cache(),
-        runner_jobs: RunnerJobs::start(store, config.lifecycle.runner_retention),
-    };
-    InProcess { broker, dir }
+    });
+    InProcess { exchange: broker.exchange(), broker, store, dir }
 }
