@@ -4,6 +4,9 @@
 mod claims;
 mod webhook;
 
+#[cfg(test)]
+mod tests;
+
 use super::{Ci, Env, JobToken};
 
 const TOKEN_ENV: &str = "CIRCLE_OIDC_TOKEN_V2";

@@ -8,6 +8,7 @@ use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::ci::CiKind;
+use crate::ci::test_support::locator_job as job;
 use crate::ci::test_support::{basic_auth, fixture};
 use crate::ci::{ClaimsError, Issuer, JobLocator, Liveness, Verdict, WebhookError};
 use crate::ci::{DangerousTrigger, FactSource, RunnerKey};
@@ -255,4 +256,10 @@ fn the_agent_is_the_one_whose_executor_runs_the_build() {
     computers["computer"][1]["executors"][0]["currentExecutable"]["url"] =
         json!("https://jenkins.example.com/job/x/job/octo-org/job/octo-repo/job/main/42/");
     assert_eq!(api.find_runner(&locator, &serde_json::to_vec(&computers).unwrap()).unwrap(), None);
+}
+
+#[test]
+fn a_token_without_the_coordinates_gives_no_locator() {
+    let root = json!({"iss": "https://jenkins.example.com/oidc", "sub": "https://jenkins.example.com/"});
+    assert!(JobLocator::of(&job(CiKind::Jenkins, "o/p", root)).is_err());
 }
