@@ -4,9 +4,6 @@
 mod claims;
 mod webhook;
 
-#[cfg(test)]
-mod tests;
-
 use super::{Ci, Env, JobToken};
 
 const TOKEN_ENV: &str = "CIRCLE_OIDC_TOKEN_V2";
@@ -33,3 +30,6 @@ pub const CI: Ci = Ci {
 fn job_token(env: Env<'_>) -> Option<JobToken> {
     env(TOKEN_ENV).map(|_| JobToken::Env(TOKEN_ENV))
 }
+
+#[cfg(test)]
+mod tests;
