@@ -3,7 +3,7 @@
 //! is written once for every CI: parsing a name, and the serde form users write.
 
 /// Declares `CiKind` from `variant => "name", module;` lines: the enum, `ALL` in the order given,
-/// `name` and the dispatch `ci` to each module's `CI`.
+/// `name`, `module` and the dispatch `ci` to each module's `CI`.
 macro_rules! every_ci {
     ($($variant:ident => $name:literal, $module:ident;)+) => {
         /// Which CI system issued a job's token. What the broker knows of each lives in its
@@ -24,6 +24,14 @@ macro_rules! every_ci {
             pub fn name(self) -> &'static str {
                 match self {
                     $(Self::$variant => $name,)+
+                }
+            }
+
+            /// The CI's folder under `src/ci/`, for the tests that check a new CI is wired
+            /// everywhere "Adding a CI" (docs/development.md) says.
+            pub fn module(self) -> &'static str {
+                match self {
+                    $(Self::$variant => stringify!($module),)+
                 }
             }
 

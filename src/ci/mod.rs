@@ -25,16 +25,10 @@ mod webhook;
 mod webhook_secret;
 
 #[cfg(test)]
-#[path = "answer_tests.rs"]
-mod answer_tests;
-#[cfg(test)]
-#[path = "locator_tests.rs"]
-mod locator_tests;
+#[path = "locator_tag_tests.rs"]
+mod locator_tag_tests;
 #[cfg(test)]
 mod test_support;
-#[cfg(test)]
-#[path = "webhook_tests.rs"]
-mod webhook_tests;
 
 pub use api::{CredentialsReport, Head, JobApi, JobReport, Liveness, TokenHeader, header_number};
 pub use claims::ClaimsError;

@@ -13,6 +13,7 @@ mod azure_pipelines_end;
 mod azure_pipelines_hooks;
 mod azure_pipelines_pools;
 mod ci_api_credentials;
+mod ci_checklist;
 mod client_azure;
 mod client_exit_codes;
 mod client_formats;

@@ -12,13 +12,6 @@ mod set_variable;
 mod webhook;
 
 #[cfg(test)]
-#[path = "hook_tests.rs"]
-mod hook_tests;
-#[cfg(test)]
-#[path = "run_pool_tests.rs"]
-mod run_pool_tests;
-#[cfg(test)]
-#[path = "tests.rs"]
 mod tests;
 
 pub use api::Locator;

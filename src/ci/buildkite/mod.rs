@@ -7,6 +7,9 @@ mod credentials;
 mod job_token;
 mod webhook;
 
+#[cfg(test)]
+mod tests;
+
 pub use api::Locator;
 
 use super::{Ci, RuleLints, WebhookSecret};

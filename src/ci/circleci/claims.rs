@@ -61,7 +61,3 @@ pub fn job(issuer: &Issuer<'_>, claims: &Value) -> Result<Job, ClaimsError> {
         )
     })
 }
-
-#[cfg(test)]
-#[path = "claims_tests.rs"]
-mod tests;

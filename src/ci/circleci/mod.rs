@@ -31,3 +31,6 @@ pub const CI: Ci = Ci {
 fn job_token(env: Env<'_>) -> Option<JobToken> {
     env(TOKEN_ENV).map(|_| JobToken::Env(TOKEN_ENV))
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,6 +13,9 @@ mod job_token;
 mod runner;
 mod webhook;
 
+#[cfg(test)]
+mod tests;
+
 pub use api::Locator;
 #[cfg(feature = "server")]
 pub use app::{AccessToken, AppError, GithubApp, InstallationAccount, ListedInstallation};

@@ -6,6 +6,9 @@ mod credentials;
 mod job_token;
 mod webhook;
 
+#[cfg(test)]
+mod tests;
+
 pub use api::Locator;
 
 use super::{ChangeRequest, Ci, RuleLints, StepOutput, WebhookSecret};

@@ -221,7 +221,3 @@ fn unknown(job: &mut Job, reason: String) {
     job.ref_type = None;
     job.ref_unknown = Some(reason);
 }
-
-#[cfg(test)]
-#[path = "head_tests.rs"]
-mod tests;

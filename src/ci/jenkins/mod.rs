@@ -12,7 +12,6 @@ mod templates;
 mod webhook;
 
 #[cfg(test)]
-#[path = "tests.rs"]
 mod tests;
 
 pub use api::Locator;

@@ -1,16 +1,18 @@
 //! Jenkins' claims, Notification deliveries and API answers as the broker reads them, from the
-//! fixtures of build 42 of `octo-org/octo-repo/main`.
+//! fixtures of build 42 of `octo-org/octo-repo/main`. Here its claims; beside, one file a concern.
 
 use std::collections::BTreeMap;
 
-use http::{HeaderMap, HeaderValue};
-use secrecy::SecretString;
 use serde_json::{Value, json};
 
 use crate::ci::CiKind;
-use crate::ci::test_support::{basic_auth, fixture};
-use crate::ci::{ClaimsError, Issuer, JobLocator, Liveness, Verdict, WebhookError};
+use crate::ci::test_support::fixture;
+use crate::ci::{ClaimsError, Issuer};
 use crate::ci::{DangerousTrigger, FactSource, RunnerKey};
+
+mod api;
+mod head;
+mod webhook;
 
 const BUILD_URL: &str = "https://jenkins.example.com/job/octo-org/job/octo-repo/job/main/42/";
 
@@ -161,98 +163,4 @@ fn the_claims_an_admin_names_otherwise_are_read_under_those_names() {
     let unknown: BTreeMap<String, String> = [("repository".to_owned(), "repo".to_owned())].into();
     assert_eq!(CiKind::Jenkins.ci().check_claim_names(&unknown).unwrap_err().0, "repository");
     assert!(CiKind::Github.ci().check_claim_names(&names).is_err());
-}
-
-fn notification(credentials: Option<&str>, body: &[u8]) -> Result<Verdict, WebhookError> {
-    CiKind::Jenkins.ci().read_webhook(&basic_auth(credentials), body, &SecretString::from("ci-creds:s3cret"))
-}
-
-#[test]
-fn a_notification_with_the_configured_credentials_ends_its_build_and_any_other_is_refused() {
-    let completed = fixture("jenkins-notification-completed.json");
-    let ended = notification(Some("ci-creds:s3cret"), &completed).unwrap();
-    assert_eq!(
-        ended,
-        Verdict::End {
-            job_id: "octo-org/octo-repo/main#42".into(),
-            delivery_id: None,
-            runner: None,
-            jobs_within: false
-        }
-    );
-    for wrong in [Some("ci-creds:s3cre"), Some("ci-creds:s3cret "), Some("other:s3cret"), Some(""), None] {
-        assert_eq!(notification(wrong, &completed), Err(WebhookError::InvalidSignature), "{wrong:?}");
-    }
-    let mut bearer = HeaderMap::new();
-    bearer.insert("authorization", HeaderValue::from_static("Bearer ci-creds:s3cret"));
-    let refused = CiKind::Jenkins.ci().read_webhook(&bearer, &completed, &SecretString::from("ci-creds:s3cret"));
-    assert_eq!(refused, Err(WebhookError::InvalidSignature));
-}
-
-#[test]
-fn only_completed_and_finalized_end_a_build_and_a_delivery_about_no_job_is_refused() {
-    let mut delivery: Value = serde_json::from_slice(&fixture("jenkins-notification-completed.json")).unwrap();
-    for (phase, ends) in [("QUEUED", false), ("STARTED", false), ("COMPLETED", true), ("FINALIZED", true)] {
-        delivery["build"]["phase"] = json!(phase);
-        let verdict = notification(Some("ci-creds:s3cret"), &serde_json::to_vec(&delivery).unwrap()).unwrap();
-        assert_eq!(matches!(verdict, Verdict::End { .. }), ends, "{phase}");
-        assert_eq!(matches!(verdict, Verdict::Ignore(_)), !ends, "{phase}");
-    }
-    for (field, value) in [("url", json!("job/../job/x/")), ("url", json!("https://jenkins.example.com/"))] {
-        let mut hostile = delivery.clone();
-        hostile[field] = value;
-        let refused = notification(Some("ci-creds:s3cret"), &serde_json::to_vec(&hostile).unwrap());
-        assert!(matches!(refused, Err(WebhookError::InvalidRequest(_))), "{field}");
-    }
-    let mut other_build = delivery.clone();
-    other_build["build"]["url"] = json!("job/octo-org/job/octo-repo/job/main/41/");
-    let refused = notification(Some("ci-creds:s3cret"), &serde_json::to_vec(&other_build).unwrap());
-    assert!(matches!(refused, Err(WebhookError::InvalidRequest(_))));
-}
-
-fn located() -> JobLocator {
-    let mut job = map(&claims()).unwrap();
-    job.claims = claims().as_object().cloned().unwrap();
-    JobLocator::of(&job).unwrap()
-}
-
-#[test]
-fn the_api_is_asked_at_the_build_s_own_path_and_its_answers_say_whether_it_runs() {
-    let locator = located();
-    let JobLocator::Jenkins(at) = &locator else { panic!("a Jenkins locator") };
-    assert_eq!(at.build_url, BUILD_URL);
-    assert_eq!(
-        locator.path().as_deref(),
-        Some(
-            "/job/octo-org/job/octo-repo/job/main/42/api/json?tree=number,url,building,result,actions[revision[head[name,id,origin[name]]]]"
-        )
-    );
-    let api = CiKind::Jenkins.ci().api.unwrap();
-    let running = api.read_answer(&locator, &fixture("jenkins-api-build-running.json")).unwrap();
-    assert_eq!((running.liveness, running.status.as_str()), (Liveness::Running, "building"));
-    let finished = api.read_answer(&locator, &fixture("jenkins-api-build-finished.json")).unwrap();
-    assert_eq!((finished.liveness, finished.status.as_str()), (Liveness::Finished, "SUCCESS"));
-    assert_eq!(api.not_found(), Some(Liveness::Finished));
-
-    let mut other: Value = serde_json::from_slice(&fixture("jenkins-api-build-running.json")).unwrap();
-    other["number"] = json!(41);
-    assert!(api.read_answer(&locator, &serde_json::to_vec(&other).unwrap()).is_err());
-    other["number"] = json!(42);
-    other["url"] = json!("https://jenkins.example.com/job/other/job/octo-repo/job/main/42/");
-    assert!(api.read_answer(&locator, &serde_json::to_vec(&other).unwrap()).is_err());
-}
-
-#[test]
-fn the_agent_is_the_one_whose_executor_runs_the_build() {
-    let locator = located();
-    let api = CiKind::Jenkins.ci().api.unwrap();
-    let agent = api.find_runner(&locator, &fixture("jenkins-api-computer.json")).unwrap().unwrap();
-    assert_eq!(agent.name.as_deref(), Some("linux-agent-1"));
-    assert_eq!(agent.labels, ["linux", "linux-agent-1"]);
-    assert_eq!(agent.source, "ci_api");
-
-    let mut computers: Value = serde_json::from_slice(&fixture("jenkins-api-computer.json")).unwrap();
-    computers["computer"][1]["executors"][0]["currentExecutable"]["url"] =
-        json!("https://jenkins.example.com/job/x/job/octo-org/job/octo-repo/job/main/42/");
-    assert_eq!(api.find_runner(&locator, &serde_json::to_vec(&computers).unwrap()).unwrap(), None);
 }

@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Actions, apply};
 use crate::ci::CiKind;
 use crate::ci::api::Head;
+use crate::ci::jenkins::head::{Actions, apply};
 use crate::ci::test_support::fixture;
 use crate::ci::{DangerousTrigger, Job};
 use crate::ci::{Issuer, JobLocator};

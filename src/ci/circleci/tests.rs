@@ -1,11 +1,13 @@
-//! CircleCI's claims as the broker maps them, from the fixture of job 8b91f9a8….
+//! CircleCI: its claims as the broker maps them, from the fixture of job 8b91f9a8…, and no job
+//! locator, since the broker asks no CircleCI API.
 
 use serde_json::{Value, json};
 
-use super::SSH_RERUN_EVENT;
+use super::claims::SSH_RERUN_EVENT;
 use crate::ci::CiKind;
 use crate::ci::test_support::fixture;
-use crate::ci::{ClaimsError, Issuer};
+use crate::ci::test_support::locator_job as job;
+use crate::ci::{ClaimsError, Issuer, JobLocator};
 use crate::ci::{DangerousTrigger, Job};
 
 fn claims(ssh_rerun: Option<Value>) -> Value {
@@ -45,4 +47,9 @@ fn an_ssh_rerun_claim_that_is_not_a_boolean_is_refused() {
     for value in [json!("true"), json!(1), json!(null)] {
         assert!(matches!(map(&claims(Some(value.clone()))), Err(ClaimsError::WrongType(_))), "{value}");
     }
+}
+
+#[test]
+fn a_token_without_the_coordinates_gives_no_locator() {
+    assert!(JobLocator::of(&job(CiKind::Circleci, "o/p", json!({}))).is_err());
 }
