@@ -52,6 +52,10 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// How a name in one CI spells a name in another, for the refusal of an allow rule that names no
+/// issuer.
+pub const NAMES_ACROSS_CIS: &str = "a Jenkins folder `octo-org` with a multibranch project `octo-repo` passes for the GitHub repository `octo-org/octo-repo`";
+
 /// Everything the broker knows of one CI system: each CI's folder fills one of these.
 pub struct Ci {
     /// How prose names it: "GitHub".

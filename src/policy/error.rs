@@ -18,10 +18,11 @@ pub enum Error {
         "{path}: runner tier `{name}` is already defined in {first_path}; hint: tier names must be unique across all policy files, rename one or merge them"
     )]
     DuplicateTier { path: String, name: String, first_path: String },
-    /// An allow rule that would match a job of any CI: a Jenkins folder `octo-org` holding a
-    /// multibranch project `octo-repo` would pass for the GitHub repository `octo-org/octo-repo`.
+    /// An allow rule that would match a job of any CI: names in one CI can spell names of another
+    /// (`ci::NAMES_ACROSS_CIS`).
     #[error(
-        "{path}: role `{role}`, allow rule {rule} {problem}, so it matches a job of any CI (a Jenkins folder `octo-org` with a multibranch project `octo-repo` passes for the GitHub repository `octo-org/octo-repo`); hint: add `issuer: <name>` naming the broker's issuer whose jobs it is for"
+        "{path}: role `{role}`, allow rule {rule} {problem}, so it matches a job of any CI ({across}); hint: add `issuer: <name>` naming the broker's issuer whose jobs it is for",
+        across = crate::ci::NAMES_ACROSS_CIS
     )]
     AllowRuleWithoutIssuer { path: String, role: String, rule: usize, problem: &'static str },
 }

@@ -95,13 +95,13 @@ fn lint_rule(
             );
         }
     }
-    if reachable_from_pull_requests(rule) {
+    if let Some(event) = reachable_from_pull_requests(rule) {
         let backend = backend.as_str();
         warn(
             format!(
-                "this {backend} role is reachable from `event: pull_request`: code proposed in a pull or merge request would get its credentials"
+                "this {backend} role is reachable from `event: {event}`: code proposed in a pull or merge request would get its credentials"
             ),
-            "add `event: [push, workflow_dispatch]` or a `ref:` of protected branches",
+            "add an `event:` condition listing the events of reviewed code (pushes, manual runs) or a `ref:` of protected branches",
         );
     }
     if let Some(condition) = find(rule, &Field::RunnerTier) {
@@ -119,13 +119,14 @@ fn lint_rule(
 }
 
 /// A rule is reachable when neither its `event` nor its `ref` condition keeps the jobs of every
-/// CI's pull and merge requests out.
-fn reachable_from_pull_requests(rule: &Rule) -> bool {
+/// CI's pull and merge requests out; the warning names the first CI's event.
+fn reachable_from_pull_requests(rule: &Rule) -> Option<&'static str> {
     let requests: Vec<_> = CiKind::ALL.iter().filter_map(|kind| kind.ci().lints.change_request.as_ref()).collect();
     let admits = |field: Field, probe: fn(&ChangeRequest) -> &str| {
         find(rule, &field).is_none_or(|c| requests.iter().any(|request| c.values.matches(probe(request))))
     };
-    admits(Field::Event, |request| request.event) && admits(Field::Ref, |request| request.git_ref)
+    let reachable = admits(Field::Event, |request| request.event) && admits(Field::Ref, |request| request.git_ref);
+    requests.first().map(|request| request.event).filter(|_| reachable)
 }
 
 /// The CIs' conditions that pin a job where their tokens carry no repository id, with the CI's

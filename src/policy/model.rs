@@ -1,6 +1,6 @@
 //! The policy file's shape and the checks made while reading it, so that every error the
 //! YAML parser reports carries the position of what is wrong. Each backend's scope is read in
-//! its own file (`vault.rs`, `aws.rs`, `github.rs`), a rule's conditions in `rule.rs`.
+//! its own file (`vault.rs`, `aws.rs`, `github_app.rs`), a rule's conditions in `rule.rs`.
 
 use std::fmt;
 use std::time::Duration;

@@ -178,7 +178,7 @@ impl<'de> Deserialize<'de> for ClaimName {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<ClaimName, E> {
                 match v {
                     "sub" => Err(E::custom(
-                        "`sub` cannot be a condition: policy must use the individual claims; hint: match `repository`, `ref`, `environment` … or `claims.project_path` instead",
+                        "`sub` cannot be a condition: policy must use the individual claims; hint: match `repository`, `ref`, `environment` … or `claims.<name>` instead",
                     )),
                     "" => Err(E::custom("a claim name cannot be empty")),
                     _ => Ok(ClaimName(v.into())),
