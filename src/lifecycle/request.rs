@@ -4,9 +4,9 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use super::Error;
-#[cfg(feature = "server")]
-use crate::ci::Job;
 use crate::ci::NamedJob;
+#[cfg(feature = "server")]
+use crate::ci::{CiKind, Job};
 
 /// More roles than any job needs in one exchange; bounds the work one request can cause.
 pub const MAX_ROLES_PER_EXCHANGE: usize = 16;
@@ -51,8 +51,16 @@ pub(super) fn bind_named_job(job: &mut Job, named: Option<NamedJob>) -> Result<(
             (job_in_run.bind)(job, named);
             Ok(())
         }
-        None => Err(Error::InvalidRequest(
-            "`job` names a job within an Azure Pipelines run; this token's CI names its job itself".into(),
-        )),
+        None => {
+            let runs: Vec<&str> = CiKind::ALL
+                .into_iter()
+                .filter(|kind| kind.ci().job_in_run.is_some())
+                .map(|kind| kind.ci().title)
+                .collect();
+            Err(Error::InvalidRequest(format!(
+                "`job` names a job within an {} run; this token's CI names its job itself",
+                runs.join(" or ")
+            )))
+        }
     }
 }
