@@ -48,8 +48,8 @@ pub struct ConditionCheck {
     /// The accepted values as written, globs with their `glob:` prefix.
     pub accepted: Vec<String>,
     pub holds: bool,
-    /// Why a fact the job lacks could not be told (a Jenkins build's ref without the CI's API),
-    /// where it is known; a rule on it cannot match.
+    /// Why a fact the job lacks could not be told (a ref its token does not carry, asked of no
+    /// CI API), where it is known; a rule on it cannot match.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unknown_because: Option<String>,
 }

@@ -124,14 +124,14 @@ impl Field {
         }
     }
 
-    /// What a build runs for (its ref, of which kind, on which event), which a Jenkins token may
+    /// What a build runs for (its ref, of which kind, on which event), which some CIs' tokens do
     /// not tell: `Job::ref_unknown` says why when it is missing.
     pub(super) fn is_source_fact(&self) -> bool {
         matches!(self, Self::Ref | Self::RefType | Self::Event)
     }
 
     /// A fact about the runner that the token may not carry, so that the CI's API or a webhook
-    /// may have to tell it (an Azure token says nothing of its runner's environment).
+    /// may have to tell it (some CIs' tokens say nothing of the runner's environment).
     pub(super) fn is_runner_fact(&self) -> bool {
         matches!(
             self,

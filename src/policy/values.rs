@@ -23,7 +23,7 @@ impl Values {
         self.is_named(actual) || self.globs.as_ref().is_some_and(|g| g.is_match(actual))
     }
 
-    /// Whether every listed value is one of `labels`, ignoring case as GitHub does.
+    /// Whether every listed value is one of `labels`, ignoring case, as CIs match their runners' labels.
     pub(super) fn all_among(&self, labels: &[String]) -> bool {
         self.exact.iter().all(|wanted| labels.iter().any(|label| label.eq_ignore_ascii_case(wanted)))
     }
