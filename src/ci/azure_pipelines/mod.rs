@@ -43,7 +43,8 @@ pub const CI: Ci = Ci {
     job_in_run: Some(JobInRun { from_env: job_token::named_job, bind: claims::bind_job }),
     lints: RuleLints {
         // The issuer pins the organisation; `rpo_id` of a GitHub repository is a name, and Azure
-        // Pipelines tokens carry no repository id.
+        // Pipelines tokens carry no repository id. `prj_id` is the project's id and `def_id` the
+        // pipeline's (Microsoft documents no claims: public captures, tests/fixtures/README.md).
         pinning_claims: Some(PinningClaims {
             claims: &["prj_id", "def_id"],
             message: "this Azure Pipelines rule pins neither the project nor the pipeline: any pipeline of the organisation that builds a repository of that name, or runs on that ref, matches it",

@@ -1,7 +1,11 @@
 //! The broker's GitHub App: the App JWT it signs, the installation of an account it looks up
 //! (and caches), and the calls it makes as that installation. Both the jobs API reads
-//! (`app_tokens.rs`) and the `github_app` credential (`backends/github_app`) call GitHub through it. Answers are bounded and strictly
-//! typed; GitHub's refusals keep GitHub's own message, which names what is wrong.
+//! (`app_tokens.rs`) and the `github_app` credential (`backends/github_app`) call GitHub through
+//! it. Answers are bounded and strictly typed; GitHub's refusals keep GitHub's own message, which
+//! names what is wrong. The calls are those of GitHub's REST docs: "Generating a JSON Web Token
+//! (JWT) for a GitHub App", "REST API endpoints for GitHub Apps" (`/app`, `/app/installations`,
+//! `/orgs|users|repos/…/installation`, `…/access_tokens`) and "Revoke an installation access
+//! token" (`DELETE /installation/token`); rate limits as "Rate limits for the REST API" says.
 
 use std::time::Duration;
 

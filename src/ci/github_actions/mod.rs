@@ -48,6 +48,9 @@ pub const CI: Ci = Ci {
     }),
     job_in_run: None,
     lints: RuleLints {
+        // `ref` of a `pull_request` run: "for pull requests events except `pull_request_target`, it
+        // is `refs/pull/<pr_number>/merge`" (GitHub docs, contexts reference: `github.ref`,
+        // github/docs `data/reusables/actions/ref-description.md`).
         change_request: Some(ChangeRequest { event: "pull_request", git_ref: "refs/pull/1/merge" }),
         ..RuleLints::NONE
     },

@@ -1,5 +1,7 @@
 //! GitLab CI `id_tokens`: strings, except `runner_id`; booleans as "true"/"false". The job runs
-//! in `job_project_*`; `project_*` is the pipeline's source, a fork for fork merge requests.
+//! in `job_project_*`; `project_*` is the pipeline's source, a fork for fork merge requests
+//! (GitLab's ID token docs, `ci/secrets/id_token_authentication`; since 18.2.2, gitlab-org/gitlab
+//! issues 561735 and 563038, merge request 258245).
 
 use serde::Deserialize;
 use serde_json::Value;

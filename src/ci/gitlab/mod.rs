@@ -39,6 +39,11 @@ pub const CI: Ci = Ci {
     }),
     job_in_run: None,
     lints: RuleLints {
+        // `pipeline_source` is the pipeline's source, `merge_request_event` for a merge request's
+        // pipeline (GitLab's `Gitlab::Ci::Jwt#ci_claims`; predefined variables, `CI_PIPELINE_SOURCE`).
+        // The same claims set `ref_path` to `Ci::Pipeline#source_ref_path`, which for a merge
+        // request is `refs/heads/` and its source branch: `refs/merge-requests/<iid>/head` is the
+        // merge request's ref (`CI_MERGE_REQUEST_REF_PATH`), not a ref its tokens carry.
         change_request: Some(ChangeRequest { event: "merge_request_event", git_ref: "refs/merge-requests/1/head" }),
         ..RuleLints::NONE
     },

@@ -39,7 +39,8 @@ pub const CI: Ci = Ci {
         // A Jenkins job has no id: its full name on the pinned controller is all there is.
         pinned_by: Some("job_name"),
         // A `branch` claim names a tag build's tag and a change request's `PR-7` as branches, and
-        // without one the ref is unknown.
+        // without one the ref is unknown (github-branch-source's `PullRequestSCMHead` is named
+        // `PR-` and the number; tests/fixtures/README.md, `jenkins-api-build-change-request-fork`).
         refs_need_api: Some(RefsNeedApi {
             why: "without the build API a tag or a change request cannot be told from a branch, and a build with no `branch` claim has no ref",
             hint: "configure `[ci_api.<issuer>]` for the issuer, so that Jenkins itself tells each build's branch, tag or change request",
