@@ -1,6 +1,6 @@
 //! Which CI issued a job's token: `CiKind`, generated with its dispatch from the one list in
 //! `ci/mod.rs` (`every_ci!`), so that adding a CI is its folder and one line there. Here, what
-//! is written once for every CI: parsing a name, and the serde form users write.
+//! is written once for every CI: parsing a name, and listing the names.
 
 /// Declares `CiKind` from `variant => "name", module;` lines: the enum, `ALL` in the order given,
 /// `name`, `module` and the dispatch `ci` to each module's `CI`.
@@ -8,9 +8,10 @@ macro_rules! every_ci {
     ($($variant:ident => $name:literal, $module:ident;)+) => {
         /// Which CI system issued a job's token. What the broker knows of each lives in its
         /// folder under `ci/`, reached through `CiKind::ci`.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        /// Users write and see it by its name (`CiKind::name`), as serde reads and writes it.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
         pub enum CiKind {
-            $($variant,)+
+            $(#[serde(rename = $name)] $variant,)+
         }
 
         impl CiKind {
@@ -59,21 +60,19 @@ impl CiKind {
     }
 }
 
-impl serde::Serialize for CiKind {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.name())
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::CiKind;
 
-impl<'de> serde::Deserialize<'de> for CiKind {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let name = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
-        Self::from_name(&name).ok_or_else(|| {
-            serde::de::Error::custom(format_args!("unknown variant `{name}`, expected one of {}", quoted_names()))
-        })
+    #[test]
+    fn a_kind_is_read_and_written_by_its_name_and_an_unknown_one_lists_them() {
+        for kind in CiKind::ALL {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.name()));
+            assert_eq!(serde_json::from_str::<CiKind>(&json).unwrap(), kind);
+        }
+        let unknown = serde_json::from_str::<CiKind>("\"teamcity\"").unwrap_err().to_string();
+        let listed = CiKind::ALL.map(|kind| format!("`{}`", kind.name())).join(", ");
+        assert!(unknown.contains(&format!("unknown variant `teamcity`, expected one of {listed}")), "{unknown}");
     }
-}
-
-fn quoted_names() -> String {
-    CiKind::ALL.map(|kind| format!("`{}`", kind.name())).join(", ")
 }
