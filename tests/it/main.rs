@@ -79,3 +79,4 @@ mod vault_mint_grace;
 mod vault_policy;
 mod webhook_secrets;
 mod webhooks_per_issuer;
+mod where_things_live;
